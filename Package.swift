@@ -1,0 +1,135 @@
+// swift-tools-version: 6.1
+// The swift-nearby package: Google's Nearby Connections protocol, spoken from Linux in Swift.
+
+import PackageDescription
+
+let package = Package(
+    name: "swift-nearby",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "NearbyWire", targets: ["NearbyWire"]),
+        .library(name: "NearbySecurity", targets: ["NearbySecurity"]),
+        .library(name: "NearbyCore", targets: ["NearbyCore"]),
+        .library(name: "NearbyWiFiLAN", targets: ["NearbyWiFiLAN"]),
+        .library(name: "NearbyConnections", targets: ["NearbyConnections"]),
+        .executable(name: "nearby", targets: ["nearby"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-protobuf.git", exact: "1.39.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-async-algorithms.git", from: "1.1.4"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
+    targets: [
+        // Pure wire layer: generated protobuf messages, framing, frame builders and validators,
+        // advertisement codecs, identifiers, and the one error type every layer uses.
+        .target(
+            name: "NearbyWire",
+            dependencies: [
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        // Pure security layer: UKEY2 handshake state machines, the D2D SecureMessage channel,
+        // verification codes.
+        .target(
+            name: "NearbySecurity",
+            dependencies: [
+                "NearbyWire",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
+        ),
+        // The engine: the Medium protocol, connection lifecycle, payloads, keep-alive.
+        .target(
+            name: "NearbyCore",
+            dependencies: [
+                "NearbyWire",
+                "NearbySecurity",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+            ]
+        ),
+        // libavahi-client, the DNS-SD client library of the Avahi daemon (apt: libavahi-client-dev).
+        .systemLibrary(
+            name: "CAvahiClient",
+            providers: [.apt(["libavahi-client-dev"])]
+        ),
+        // The Wi-Fi LAN medium: DNS-SD through Avahi and TCP through SwiftNIO.
+        .target(
+            name: "NearbyWiFiLAN",
+            dependencies: [
+                "NearbyWire",
+                "NearbyCore",
+                "CAvahiClient",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        // The public API: ConnectionManager, Advertiser, Discoverer (async/await and Google-shaped delegates).
+        .target(
+            name: "NearbyConnections",
+            dependencies: [
+                "NearbyCore",
+                "NearbyWiFiLAN",
+                "NearbyWire",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The `nearby` command-line tool.
+        .executableTarget(
+            name: "nearby",
+            dependencies: [
+                "NearbyConnections",
+                "NearbyCore",
+                "NearbyWire",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // Helpers shared by the test targets (seeded randomness, byte mutation, error expectations).
+        .target(
+            name: "NearbyTestSupport",
+            dependencies: ["NearbyWire", "NearbyCore"],
+            path: "Tests/NearbyTestSupport"
+        ),
+        .testTarget(
+            name: "NearbyWireTests",
+            dependencies: [
+                "NearbyWire",
+                "NearbyTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "NearbySecurityTests",
+            dependencies: [
+                "NearbySecurity",
+                "NearbyWire",
+                "NearbyTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+        .testTarget(
+            name: "NearbyCoreTests",
+            dependencies: ["NearbyCore", "NearbyWire", "NearbySecurity", "NearbyTestSupport"]
+        ),
+        .testTarget(
+            name: "NearbyIntegrationTests",
+            dependencies: ["NearbyConnections", "NearbyCore", "NearbyWire", "NearbySecurity", "NearbyTestSupport"]
+        ),
+        .testTarget(
+            name: "NearbyWiFiLANTests",
+            dependencies: ["NearbyWiFiLAN", "NearbyCore", "NearbyWire", "NearbyTestSupport"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

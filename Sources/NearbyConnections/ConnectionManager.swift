@@ -1,0 +1,371 @@
+import Foundation
+import Logging
+import NearbyCore
+import NearbyWire
+import Synchronization
+
+/// The entry point of swift-nearby: one per service ID and strategy. ``Advertiser`` and ``Discoverer`` work
+/// through it.
+///
+/// Two surfaces, use either or both:
+/// - **async/await**: iterate ``events``; accept or reject with ``accept(_:)`` / ``reject(_:)``; send with the
+///   `async` methods.
+/// - **delegates** (Google's shape): set ``delegate``, ``Advertiser/delegate`` and ``Discoverer/delegate``; they are
+///   called on ``queue``. When a delegate is set, it makes the accept/reject decisions.
+public final class ConnectionManager: Sendable {
+    /// The service ID; only endpoints with the same service ID see each other.
+    public let serviceID: String
+    /// The strategy.
+    public let strategy: Strategy
+    /// The queue delegate methods are called on.
+    public let queue: DispatchQueue
+    /// A new subscription to every event from now on, in order (discovery, connections, payloads). Each access
+    /// returns its own stream, so several tasks can listen at once; subscribe before starting discovery or
+    /// advertising so nothing is missed.
+    public var events: AsyncStream<ConnectionEvent> {
+        let (stream, continuation) = AsyncStream<ConnectionEvent>.makeStream(bufferingPolicy: .unbounded)
+        let key = UUID()
+        subscribers.withLock { $0[key] = continuation }
+        continuation.onTermination = { [subscribers] _ in
+            _ = subscribers.withLock { $0.removeValue(forKey: key) }
+        }
+        return stream
+    }
+    /// This device's endpoint ID for this manager's lifetime.
+    public var localEndpointID: EndpointID { engine.localEndpointID }
+
+    let engine: NearbyEngine
+    let options: ConnectionOptions
+    private let subscribers = LockedState<[UUID: AsyncStream<ConnectionEvent>.Continuation]>([:])
+    private let state = LockedState(DelegateState())
+    private let router = Mutex<Task<Void, Never>?>(nil)
+
+    struct DelegateState {
+        weak var delegate: (any ConnectionManagerDelegate)?
+        weak var advertiser: Advertiser?
+        weak var discoverer: Discoverer?
+    }
+
+    /// The delegate for connections and payloads.
+    public var delegate: (any ConnectionManagerDelegate)? {
+        get { state.withLock { $0.delegate } }
+        set { state.withLock { $0.delegate = newValue } }
+    }
+
+    /// Creates a manager.
+    public init(
+        serviceID: String, strategy: Strategy, queue: DispatchQueue = DispatchQueue(label: "swift-nearby.delegate"),
+        options: ConnectionOptions = ConnectionOptions()
+    ) {
+        self.serviceID = serviceID
+        self.strategy = strategy
+        self.queue = queue
+        self.options = options
+        engine = NearbyEngine(
+            configuration: EngineConfiguration(
+                serviceID: serviceID, strategy: strategy, receiveDirectory: options.receiveDirectory,
+                keepAlive: options.keepAlive, logger: options.logger),
+            mediums: options.mediums)
+        let engine = self.engine
+        router.withLock {
+            $0 = Task { [weak self] in
+                for await event in engine.events {
+                    guard let self else { return }
+                    self.route(event)
+                }
+            }
+        }
+    }
+
+    deinit {
+        router.withLock { $0?.cancel() }
+        for subscriber in subscribers.withLock({ Array($0.values) }) { subscriber.finish() }
+        let engine = self.engine
+        Task { await engine.shutdown() }
+    }
+
+    func attach(advertiser: Advertiser) { state.withLock { $0.advertiser = advertiser } }
+    func attach(discoverer: Discoverer) { state.withLock { $0.discoverer = discoverer } }
+
+    // MARK: - Decisions
+
+    /// Accepts the pending connection with `endpointID`.
+    public func accept(_ endpointID: EndpointID) async throws {
+        try await engine.acceptConnection(endpointID)
+    }
+
+    /// Rejects the pending connection with `endpointID`.
+    public func reject(_ endpointID: EndpointID) async throws {
+        try await engine.rejectConnection(endpointID)
+    }
+
+    // MARK: - Payloads (async)
+
+    /// Sends bytes (at most 1,047,552) to a connected endpoint; returns when the transfer has started.
+    @discardableResult
+    public func send(_ data: Data, to endpointID: EndpointID, id: PayloadID = .unique()) async throws -> PayloadID {
+        try await engine.send(.bytes(Array(data)), to: endpointID, id: id)
+        return id
+    }
+
+    /// Sends a file; the peer sees `name` (a last path component, optionally after folders: `photos/a.jpg`).
+    @discardableResult
+    public func sendResource(at url: URL, withName name: String, to endpointID: EndpointID, id: PayloadID = .unique())
+        async throws -> PayloadID
+    {
+        let (fileName, folder) = Self.split(name)
+        try await engine.send(.file(url, name: fileName, parentFolder: folder), to: endpointID, id: id)
+        return id
+    }
+
+    /// Sends a stream of unknown length: `next` returns the next bytes, `nil` at the end.
+    @discardableResult
+    public func sendStream(
+        to endpointID: EndpointID, id: PayloadID = .unique(), next: @escaping @Sendable () async throws -> [UInt8]?
+    ) async throws -> PayloadID {
+        try await engine.send(.stream(next: next), to: endpointID, id: id)
+        return id
+    }
+
+    /// Cancels a payload in either direction.
+    public func cancel(_ payloadID: PayloadID) async {
+        await engine.cancelPayload(payloadID)
+    }
+
+    /// Disconnects from an endpoint.
+    public func disconnect(from endpointID: EndpointID) async {
+        await engine.disconnect(from: endpointID)
+    }
+
+    /// Stops advertising, discovery and every connection.
+    public func shutdown() async {
+        await engine.shutdown()
+    }
+
+    /// Connects by address (`host:port`) without discovery. The peer's endpoint ID is not part of the
+    /// protocol's replies, so the returned ID is a local alias for this connection.
+    public func requestConnection(toAddress host: String, port: Int, using context: Data) async throws -> EndpointID {
+        try await engine.requestConnection(
+            route: .tcp(hosts: [host], port: port), medium: .wifiLAN, endpointInfo: Array(context))
+    }
+
+    // MARK: - Payloads (Google's shape)
+
+    /// Sends bytes to each endpoint; the handler reports whether the send was accepted (not delivery).
+    @discardableResult
+    public func send(
+        _ data: Data, to endpointIDs: [EndpointID], id: PayloadID? = nil,
+        completionHandler: (@Sendable ((any Error)?) -> Void)? = nil
+    ) -> CancellationToken {
+        let id = id ?? .unique()
+        Task {
+            do {
+                for endpoint in endpointIDs { try await engine.send(.bytes(Array(data)), to: endpoint, id: id) }
+                completionHandler?(nil)
+            } catch {
+                completionHandler?(error)
+            }
+        }
+        return CancellationToken(payloadID: id, engine: engine)
+    }
+
+    /// Sends a file to each endpoint under `resourceName`.
+    @discardableResult
+    public func sendResource(
+        at resourceURL: URL, withName resourceName: String, to endpointIDs: [EndpointID], id: PayloadID? = nil,
+        completionHandler: (@Sendable ((any Error)?) -> Void)? = nil
+    ) -> CancellationToken {
+        let id = id ?? .unique()
+        let (fileName, folder) = Self.split(resourceName)
+        Task {
+            do {
+                for endpoint in endpointIDs {
+                    try await engine.send(.file(resourceURL, name: fileName, parentFolder: folder), to: endpoint, id: id)
+                }
+                completionHandler?(nil)
+            } catch {
+                completionHandler?(error)
+            }
+        }
+        return CancellationToken(payloadID: id, engine: engine)
+    }
+
+    /// Sends what `stream` yields to one endpoint, read in 64 KiB pieces.
+    @discardableResult
+    public func startStream(
+        _ stream: InputStream, to endpointIDs: [EndpointID], id: PayloadID? = nil,
+        completionHandler: (@Sendable ((any Error)?) -> Void)? = nil
+    ) -> CancellationToken {
+        let id = id ?? .unique()
+        let reader = InputStreamReader(stream)
+        Task {
+            do {
+                for endpoint in endpointIDs.prefix(1) {
+                    try await engine.send(.stream(next: { reader.read() }), to: endpoint, id: id)
+                }
+                completionHandler?(nil)
+            } catch {
+                completionHandler?(error)
+            }
+        }
+        return CancellationToken(payloadID: id, engine: engine)
+    }
+
+    /// Disconnects from an endpoint (Google's callback form).
+    public func disconnect(from endpointID: EndpointID, completionHandler: (@Sendable ((any Error)?) -> Void)? = nil) {
+        Task {
+            await engine.disconnect(from: endpointID)
+            completionHandler?(nil)
+        }
+    }
+
+    static func split(_ name: String) -> (fileName: String, folder: String) {
+        let parts = name.split(separator: "/", omittingEmptySubsequences: true)
+        guard let last = parts.last else { return (name, "") }
+        return (String(last), parts.dropLast().joined(separator: "/"))
+    }
+
+    // MARK: - Routing
+
+    private func route(_ event: EngineEvent) {
+        let delegates = state.withLock { $0 }
+        switch event {
+        case .endpointFound(let endpoint):
+            broadcast(.endpointFound(endpoint.endpointID, context: Data(endpoint.endpointInfo), medium: endpoint.medium))
+            if let discoverer = delegates.discoverer {
+                queue.async { discoverer.delegate?.discoverer(discoverer, didFind: endpoint.endpointID, with: Data(endpoint.endpointInfo)) }
+            }
+        case .endpointLost(let endpointID):
+            broadcast(.endpointLost(endpointID))
+            if let discoverer = delegates.discoverer {
+                queue.async { discoverer.delegate?.discoverer(discoverer, didLose: endpointID) }
+            }
+        case .discoveryFailed(let medium, let error):
+            broadcast(.discoveryFailed(medium, error))
+        case .endpoint(let endpointEvent):
+            routeEndpoint(endpointEvent, delegates)
+        }
+    }
+
+    private func routeEndpoint(_ event: EndpointEvent, _ delegates: DelegateState) {
+        let delegate = delegates.delegate
+        switch event {
+        case .initiated(let info):
+            let code = VerificationCode(digits: info.verificationDigits, token: info.verificationToken)
+            broadcast(.connectionRequested(
+                info.endpointID, context: Data(info.endpointInfo), code: code, isIncoming: info.isIncoming))
+            decideThroughDelegates(info, delegates)
+        case .connected(let info):
+            broadcast(.stateChanged(info.endpointID, .connected, error: nil))
+            notify(delegate) { $0.connectionManager(self, didChangeTo: .connected, for: info.endpointID) }
+        case .rejected(let endpointID, _):
+            broadcast(.stateChanged(endpointID, .rejected, error: nil))
+            notify(delegate) { $0.connectionManager(self, didChangeTo: .rejected, for: endpointID) }
+        case .disconnected(let endpointID, let error):
+            broadcast(.stateChanged(endpointID, .disconnected, error: error))
+            notify(delegate) { $0.connectionManager(self, didChangeTo: .disconnected, for: endpointID) }
+        case .connectionFailed(let endpointID, let error):
+            guard let endpointID else { return }  // a socket that never introduced itself
+            broadcast(.stateChanged(endpointID, .disconnected, error: error))
+            notify(delegate) { $0.connectionManager(self, didChangeTo: .disconnected, for: endpointID) }
+        case .bytesReceived(let endpointID, let payloadID, let bytes):
+            broadcast(.bytesReceived(endpointID, payloadID, Data(bytes)))
+            notify(delegate) { $0.connectionManager(self, didReceive: Data(bytes), withID: payloadID, from: endpointID) }
+        case .fileStarted(let endpointID, let payloadID, let name, let total):
+            broadcast(.fileStarted(endpointID, payloadID, name: name, totalBytes: total))
+            let url = options.receiveDirectory.appendingPathComponent(name)
+            let token = CancellationToken(payloadID: payloadID, engine: engine)
+            notify(delegate) {
+                $0.connectionManager(
+                    self, didStartReceivingResourceWithID: payloadID, from: endpointID, at: url, withName: name,
+                    cancellationToken: token)
+            }
+        case .fileReceived(let endpointID, let payloadID, let url, let name):
+            broadcast(.fileReceived(endpointID, payloadID, url: url, name: name))
+        case .streamReceived(let endpointID, let payloadID, let stream):
+            broadcast(.streamReceived(endpointID, payloadID, stream))
+            let token = CancellationToken(payloadID: payloadID, engine: engine)
+            notify(delegate) {
+                $0.connectionManager(self, didReceive: stream, withID: payloadID, from: endpointID, cancellationToken: token)
+            }
+        case .transferUpdate(let endpointID, let update, let isOutgoing):
+            let mapped: TransferUpdate
+            switch update.status {
+            case .inProgress: mapped = .progress(completed: update.bytesTransferred, total: update.totalBytes)
+            case .success: mapped = .success
+            case .failure: mapped = .failure
+            case .canceled: mapped = .canceled
+            }
+            broadcast(.transferUpdate(
+                endpointID, update.payloadID, mapped, kind: update.kind, isOutgoing: isOutgoing,
+                bytes: update.bytesTransferred, total: update.totalBytes))
+            notify(delegate) {
+                $0.connectionManager(self, didReceiveTransferUpdate: mapped, from: endpointID, forPayload: update.payloadID)
+            }
+        }
+    }
+
+    /// Google's decision flow: the advertiser delegate approves incoming requests, then the connection manager
+    /// delegate's verification handler decides. Without delegates the app decides through ``accept(_:)``.
+    private func decideThroughDelegates(_ info: ConnectionInfo, _ delegates: DelegateState) {
+        let engine = self.engine
+        let endpointID = info.endpointID
+        let decide: @Sendable (Bool) -> Void = { accept in
+            Task {
+                if accept { try? await engine.acceptConnection(endpointID) } else { try? await engine.rejectConnection(endpointID) }
+            }
+        }
+        let verify: @Sendable () -> Void = { [weak self] in
+            guard let self else { return }
+            self.queue.async {
+                guard let delegate = self.delegate else { return }
+                delegate.connectionManager(self, didChangeTo: .connecting, for: endpointID)
+                delegate.connectionManager(
+                    self, didReceive: info.verificationToken, from: endpointID, verificationHandler: decide)
+            }
+        }
+        if info.isIncoming, let advertiser = delegates.advertiser, advertiser.delegate != nil {
+            queue.async {
+                advertiser.delegate?.advertiser(
+                    advertiser, didReceiveConnectionRequestFrom: endpointID, with: Data(info.endpointInfo),
+                    connectionRequestHandler: { approved in approved ? verify() : decide(false) })
+            }
+        } else if delegates.delegate != nil {
+            verify()
+        }
+    }
+
+    private func broadcast(_ event: ConnectionEvent) {
+        for subscriber in subscribers.withLock({ Array($0.values) }) { subscriber.yield(event) }
+    }
+
+    private func notify(_ delegate: (any ConnectionManagerDelegate)?, _ call: @escaping (any ConnectionManagerDelegate) -> Void) {
+        guard let delegate else { return }
+        nonisolated(unsafe) let target = delegate
+        nonisolated(unsafe) let body = call
+        queue.async { body(target) }
+    }
+}
+
+/// Reads an `InputStream` in 64 KiB pieces for a stream payload.
+final class InputStreamReader: @unchecked Sendable {
+    private let stream: InputStream
+    private let lock = NSLock()
+
+    init(_ stream: InputStream) {
+        self.stream = stream
+    }
+
+    func read() -> [UInt8]? {
+        lock.withLock {
+            if stream.streamStatus == .notOpen { stream.open() }
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            let count = stream.read(&buffer, maxLength: buffer.count)
+            guard count > 0 else {
+                stream.close()
+                return nil
+            }
+            return Array(buffer.prefix(count))
+        }
+    }
+}

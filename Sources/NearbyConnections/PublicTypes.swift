@@ -1,0 +1,108 @@
+import Foundation
+import NearbyCore
+import NearbyWire
+
+/// A 4-character endpoint identifier.
+public typealias EndpointID = String
+
+/// The one error type of swift-nearby.
+public typealias NearbyError = NearbyWire.NearbyError
+
+/// How endpoints may connect: `.pointToPoint` (1-to-1), `.star` (1-to-N) or `.cluster` (M-to-N).
+public typealias Strategy = NearbyCore.Strategy
+
+/// Payload identifiers, random in (0, Int64.max].
+public typealias PayloadID = NearbyCore.PayloadID
+
+/// The mediums of Google's API. swift-nearby implements `.wifiLAN` and `.ble`; the others are accepted and ignored.
+public enum Medium: Sendable, Hashable, CaseIterable {
+    /// Bluetooth classic (not implemented on Linux; ignored).
+    case bluetooth
+    /// Bluetooth Low Energy.
+    case ble
+    /// WebRTC (not implemented; ignored).
+    case webRTC
+    /// Wi-Fi LAN: DNS-SD and TCP.
+    case wifiLAN
+    /// Wi-Fi hotspot (not implemented; ignored).
+    case wifiHotspot
+    /// Wi-Fi Direct (not implemented; ignored).
+    case wifiDirect
+    /// Apple Wireless Direct Link (not implemented; ignored).
+    case awdl
+
+    var kind: MediumKind? {
+        switch self {
+        case .ble: .ble
+        case .wifiLAN: .wifiLAN
+        default: nil
+        }
+    }
+}
+
+/// Where a connection stands.
+public enum ConnectionState: Sendable, Hashable {
+    /// The handshake is done and decisions are pending.
+    case connecting
+    /// Both sides accepted.
+    case connected
+    /// The connection ended.
+    case disconnected
+    /// One side rejected the connection.
+    case rejected
+}
+
+/// Progress of a payload, as Google's API reports it.
+public enum TransferUpdate: Sendable, Hashable {
+    /// Every byte went through.
+    case success
+    /// One side cancelled.
+    case canceled
+    /// The transfer broke.
+    case failure
+    /// Bytes are moving: `completed` of `total` (total is −1 for streams).
+    case progress(completed: Int64, total: Int64)
+}
+
+/// The two strings people compare to verify a connection.
+public struct VerificationCode: Sendable, Hashable {
+    /// The 4-digit code Android shows.
+    public var digits: String
+    /// The 5-character token Google's Swift API shows.
+    public var token: String
+}
+
+/// Everything the async event stream of a ``ConnectionManager`` reports.
+public enum ConnectionEvent: Sendable {
+    /// Discovery found an endpoint advertising `context` (its endpoint info).
+    case endpointFound(EndpointID, context: Data, medium: MediumKind)
+    /// A discovered endpoint is gone.
+    case endpointLost(EndpointID)
+    /// Discovery on a medium failed.
+    case discoveryFailed(MediumKind, NearbyError)
+    /// A connection's handshake is done: accept or reject it with ``ConnectionManager/accept(_:)`` /
+    /// ``ConnectionManager/reject(_:)`` (unless delegates decide).
+    case connectionRequested(EndpointID, context: Data, code: VerificationCode, isIncoming: Bool)
+    /// A connection changed state.
+    case stateChanged(EndpointID, ConnectionState, error: NearbyError?)
+    /// A BYTES payload arrived.
+    case bytesReceived(EndpointID, PayloadID, Data)
+    /// A FILE payload started arriving; it will be named `name` under the receive directory.
+    case fileStarted(EndpointID, PayloadID, name: String, totalBytes: Int64)
+    /// A FILE payload is complete at `url`.
+    case fileReceived(EndpointID, PayloadID, url: URL, name: String)
+    /// A STREAM payload started; read it from `stream`.
+    case streamReceived(EndpointID, PayloadID, IncomingByteStream)
+    /// Progress of a payload in either direction: `bytes` of `total` (−1 for streams) moved so far.
+    case transferUpdate(
+        EndpointID, PayloadID, TransferUpdate, kind: PayloadKind, isOutgoing: Bool, bytes: Int64, total: Int64)
+}
+
+/// The bytes of an incoming STREAM payload, as an `AsyncSequence` of chunks.
+public typealias IncomingByteStream = NearbyCore.IncomingByteStream
+
+/// The kind of a payload: bytes, file or stream.
+public typealias PayloadKind = NearbyCore.PayloadKind
+
+/// A medium as the engine names it (`wifi-lan`, `ble`).
+public typealias MediumKind = NearbyCore.MediumKind

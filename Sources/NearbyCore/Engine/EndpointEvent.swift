@@ -1,0 +1,41 @@
+import Foundation
+import NearbyWire
+
+/// A stream of bytes arriving from a peer as a STREAM payload.
+///
+/// Iterate it to read the bytes in order. Reading is back-pressured: while nobody reads, the endpoint's channel is
+/// not read either, so read promptly (or cancel the payload).
+public struct IncomingByteStream: AsyncSequence, Sendable {
+    /// A chunk of bytes.
+    public typealias Element = [UInt8]
+    let chunks: AsyncThrowingStream<[UInt8], any Error>
+
+    /// Makes an iterator.
+    public func makeAsyncIterator() -> AsyncThrowingStream<[UInt8], any Error>.AsyncIterator {
+        chunks.makeAsyncIterator()
+    }
+}
+
+/// Something that happened on one endpoint.
+public enum EndpointEvent: Sendable {
+    /// The handshake of a new connection is done; the app must accept or reject it.
+    case initiated(ConnectionInfo)
+    /// Both sides accepted.
+    case connected(ConnectionInfo)
+    /// One side rejected the connection.
+    case rejected(endpointID: String, byPeer: Bool)
+    /// The connection ended (`error` is nil for a clean goodbye from either side).
+    case disconnected(endpointID: String, error: NearbyError?)
+    /// A connection attempt failed before both sides decided (handshake error, timeout, protocol error).
+    case connectionFailed(endpointID: String?, error: NearbyError)
+    /// A complete BYTES payload arrived.
+    case bytesReceived(endpointID: String, payloadID: PayloadID, bytes: [UInt8])
+    /// A FILE payload started arriving; it will be at `name` (relative to the receive directory) when complete.
+    case fileStarted(endpointID: String, payloadID: PayloadID, name: String, totalBytes: Int64)
+    /// A FILE payload is complete and in place at `url`.
+    case fileReceived(endpointID: String, payloadID: PayloadID, url: URL, name: String)
+    /// A STREAM payload started; read its bytes from `stream`.
+    case streamReceived(endpointID: String, payloadID: PayloadID, stream: IncomingByteStream)
+    /// Progress of a payload in either direction.
+    case transferUpdate(endpointID: String, update: PayloadTransferUpdate, isOutgoing: Bool)
+}

@@ -1,0 +1,65 @@
+import Foundation
+import Logging
+import NearbyWire
+
+/// How endpoints may connect to each other.
+public enum Strategy: String, Sendable, Hashable, CaseIterable {
+    /// Any endpoint may connect to any other (M-to-N).
+    case cluster
+    /// One hub advertises and many spokes connect to it (1-to-N).
+    case star
+    /// Exactly one connection at a time (1-to-1).
+    case pointToPoint = "point-to-point"
+
+    /// The strategy's value on the wire.
+    public var pcp: PCP {
+        switch self {
+        case .cluster: .p2pCluster
+        case .star: .p2pStar
+        case .pointToPoint: .p2pPointToPoint
+        }
+    }
+}
+
+/// Everything a ``NearbyEngine`` needs to know up front.
+public struct EngineConfiguration: Sendable {
+    /// The service ID; only endpoints with the same service ID see each other.
+    public var serviceID: String
+    /// The connection strategy.
+    public var strategy: Strategy
+    /// Where received files are written.
+    public var receiveDirectory: URL
+    /// Keep-alive timing asked of peers.
+    public var keepAlive: KeepAliveSettings
+    /// Connection phase timeouts.
+    public var timeouts: EndpointSession.Timeouts
+    /// The logger; set its level to `.debug` for the debug log.
+    public var logger: Logger
+
+    /// Creates a configuration.
+    public init(
+        serviceID: String, strategy: Strategy = .pointToPoint,
+        receiveDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
+        keepAlive: KeepAliveSettings = .default, timeouts: EndpointSession.Timeouts = .init(),
+        logger: Logger = Logger(label: "nearby")
+    ) {
+        self.serviceID = serviceID
+        self.strategy = strategy
+        self.receiveDirectory = receiveDirectory
+        self.keepAlive = keepAlive
+        self.timeouts = timeouts
+        self.logger = logger
+    }
+}
+
+/// Something the engine reports.
+public enum EngineEvent: Sendable {
+    /// Discovery found an endpoint.
+    case endpointFound(DiscoveredEndpoint)
+    /// Discovery lost an endpoint.
+    case endpointLost(endpointID: String)
+    /// Discovery on a medium stopped with an error.
+    case discoveryFailed(MediumKind, NearbyError)
+    /// Something happened on an endpoint.
+    case endpoint(EndpointEvent)
+}

@@ -1,0 +1,316 @@
+import Foundation
+import Logging
+import NearbySecurity
+import NearbyWire
+
+/// The connection engine: advertising, discovery, connection requests, strategy rules and payloads over any set
+/// of mediums. The public `ConnectionManager` API is a thin layer over it.
+public actor NearbyEngine {
+    /// The configuration.
+    public nonisolated let configuration: EngineConfiguration
+    /// This device's endpoint ID (4 characters), stable for the engine's lifetime.
+    public nonisolated let localEndpointID: String
+    /// Everything the engine reports, in order.
+    public nonisolated let events: AsyncStream<EngineEvent>
+
+    private let mediums: [any Medium]
+    private let continuation: AsyncStream<EngineEvent>.Continuation
+    private var advertising: [any AdvertisingSession] = []
+    private var advertisedInfo: [UInt8] = []
+    private var discoveryTasks: [Task<Void, Never>] = []
+    private var discovered: [String: DiscoveredEndpoint] = [:]
+    private var sessions: [ObjectIdentifier: EndpointSession] = [:]
+    private var byEndpoint: [String: EndpointSession] = [:]
+    private let logger: Logger
+
+    /// Creates an engine over `mediums` (in priority order).
+    public init(configuration: EngineConfiguration, mediums: [any Medium], localEndpointID: String? = nil) {
+        self.configuration = configuration
+        self.mediums = mediums
+        self.localEndpointID = localEndpointID ?? EndpointID.random().value
+        (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+        var logger = configuration.logger
+        logger[metadataKey: "service_id"] = "\(configuration.serviceID)"
+        logger[metadataKey: "local_endpoint_id"] = "\(self.localEndpointID)"
+        self.logger = logger
+    }
+
+    // MARK: - Advertising
+
+    /// Starts advertising `endpointInfo` on every medium (or those in `only`), and accepting connections.
+    /// - Returns: the advertising sessions, one per medium that could listen.
+    @discardableResult
+    public func startAdvertising(endpointInfo: [UInt8], port: Int? = nil, only: Set<MediumKind>? = nil)
+        async throws -> [any AdvertisingSession]
+    {
+        guard advertising.isEmpty else { throw NearbyError(.outOfOrderApiCall, "already advertising") }
+        try Self.checkEndpointInfo(endpointInfo)
+        advertisedInfo = endpointInfo
+        let request = AdvertisingRequest(
+            serviceID: configuration.serviceID, endpointID: localEndpointID, endpointInfo: endpointInfo,
+            pcp: configuration.strategy.pcp, port: port)
+        var failures: [any Error] = []
+        for medium in selected(only) {
+            do {
+                let session = try await medium.startAdvertising(request) { [weak self] channel in
+                    guard let self else { Task { await channel.close() }; return }
+                    Task { await self.accept(channel) }
+                }
+                advertising.append(session)
+                logger.info("advertising", metadata: ["medium": "\(medium.kind)", "name": "\(session.advertisedName)"])
+            } catch {
+                failures.append(error)
+                logger.error("cannot advertise", metadata: ["medium": "\(medium.kind)", "error": "\(error)"])
+            }
+        }
+        if advertising.isEmpty {
+            throw (failures.first as? NearbyError) ?? NearbyError(.mediumUnavailable, "no medium can advertise")
+        }
+        return advertising
+    }
+
+    /// Stops advertising; connections stay up.
+    public func stopAdvertising() async {
+        let sessions = advertising
+        advertising = []
+        for session in sessions { await session.stop() }
+    }
+
+    // MARK: - Discovery
+
+    /// Starts discovering endpoints of the same service and strategy on every medium (or those in `only`).
+    public func startDiscovery(only: Set<MediumKind>? = nil) throws {
+        guard discoveryTasks.isEmpty else { throw NearbyError(.outOfOrderApiCall, "already discovering") }
+        for medium in selected(only) {
+            let stream = medium.discover(serviceID: configuration.serviceID, pcp: configuration.strategy.pcp)
+            let kind = medium.kind
+            discoveryTasks.append(Task { [weak self] in
+                do {
+                    for try await event in stream {
+                        await self?.discovery(event)
+                    }
+                } catch {
+                    let nearby = (error as? NearbyError) ?? NearbyError(.mediumUnavailable, "discovery failed", cause: error)
+                    await self?.emit(.discoveryFailed(kind, nearby))
+                }
+            })
+        }
+    }
+
+    /// Stops discovering.
+    public func stopDiscovery() {
+        for task in discoveryTasks { task.cancel() }
+        discoveryTasks = []
+    }
+
+    /// The endpoints currently discovered.
+    public var discoveredEndpoints: [DiscoveredEndpoint] { Array(discovered.values) }
+
+    private func discovery(_ event: DiscoveryEvent) {
+        switch event {
+        case .found(let endpoint):
+            guard endpoint.endpointID != localEndpointID else { return }
+            let known = discovered[endpoint.endpointID]
+            discovered[endpoint.endpointID] = endpoint
+            if known?.endpointInfo != endpoint.endpointInfo || known == nil {
+                emit(.endpointFound(endpoint))
+            }
+        case .lost(let endpointID, _):
+            if discovered.removeValue(forKey: endpointID) != nil {
+                emit(.endpointLost(endpointID: endpointID))
+            }
+        }
+    }
+
+    // MARK: - Connections
+
+    /// Requests a connection to a discovered endpoint, introducing ourselves with `endpointInfo`.
+    public func requestConnection(to endpointID: String, endpointInfo: [UInt8]) async throws {
+        guard let endpoint = discovered[endpointID] else {
+            throw NearbyError(.endpointUnknown, "endpoint \(endpointID) has not been discovered")
+        }
+        try await requestConnection(route: endpoint.route, medium: endpoint.medium, peerEndpointID: endpointID,
+                                    peerEndpointInfo: endpoint.endpointInfo, endpointInfo: endpointInfo)
+    }
+
+    /// Requests a connection over a known route (for example `host:port` without discovery). The peer's endpoint
+    /// ID is not part of the protocol's reply, so a route without discovery gets `peerEndpointID` or a local alias.
+    @discardableResult
+    public func requestConnection(
+        route: EndpointRoute, medium kind: MediumKind, peerEndpointID: String? = nil, peerEndpointInfo: [UInt8] = [],
+        endpointInfo: [UInt8]
+    ) async throws -> String {
+        try Self.checkEndpointInfo(endpointInfo)
+        let alias = peerEndpointID ?? EndpointID.random().value
+        if let existing = byEndpoint[alias], !(await existing.isEnded) {
+            throw NearbyError(.outOfOrderApiCall, "already connected or connecting to \(alias)")
+        }
+        try await checkStrategyAllowsOutgoing()
+        guard let medium = mediums.first(where: { $0.kind == kind }) else {
+            throw NearbyError(.mediumUnavailable, "medium \(kind) is not available")
+        }
+        let channel = try await medium.connect(to: route)
+        let machine = ConnectionStateMachine.outgoing(
+            local: localDescription(endpointInfo), medium: kind, peerEndpointID: alias, peerEndpointInfo: peerEndpointInfo)
+        let session = makeSession(channel: channel, machine: machine, keepAlive: configuration.keepAlive)
+        await session.setPeerEndpointID(alias)
+        register(session, endpointID: alias)
+        Task { await session.run() }
+        return alias
+    }
+
+    /// Accepts the pending connection with `endpointID`.
+    public func acceptConnection(_ endpointID: String) async throws {
+        try await session(endpointID).decide(accept: true)
+    }
+
+    /// Rejects the pending connection with `endpointID`.
+    public func rejectConnection(_ endpointID: String) async throws {
+        try await session(endpointID).decide(accept: false)
+    }
+
+    /// Disconnects from `endpointID`.
+    public func disconnect(from endpointID: String) async {
+        await byEndpoint[endpointID]?.disconnect()
+    }
+
+    /// Sends a payload to a connected endpoint.
+    public func send(_ source: OutgoingPayloadSource, to endpointID: String, id: PayloadID = .unique()) async throws {
+        try await session(endpointID).send(source, id: id)
+    }
+
+    /// Cancels a payload in either direction.
+    @discardableResult
+    public func cancelPayload(_ id: PayloadID) async -> Bool {
+        for session in sessions.values where await session.cancel(id) {
+            return true
+        }
+        return false
+    }
+
+    /// The endpoints currently connected.
+    public func connectedEndpoints() async -> [String] {
+        var result: [String] = []
+        for (id, session) in byEndpoint where await session.isConnected {
+            result.append(id)
+        }
+        return result.sorted()
+    }
+
+    /// Stops everything: advertising, discovery and every connection.
+    public func shutdown() async {
+        stopDiscovery()
+        await stopAdvertising()
+        for session in sessions.values { await session.disconnect() }
+    }
+
+    // MARK: - Internals
+
+    private func accept(_ channel: any EndpointChannel) {
+        let machine = ConnectionStateMachine.incoming(local: localDescription(advertisedInfo), medium: channel.medium)
+        let session = makeSession(channel: channel, machine: machine, keepAlive: configuration.keepAlive)
+        sessions[ObjectIdentifier(session)] = session
+        Task { await session.run() }
+    }
+
+    private func makeSession(
+        channel: any EndpointChannel, machine: ConnectionStateMachine, keepAlive: KeepAliveSettings
+    ) -> EndpointSession {
+        EndpointSession(
+            channel: channel, machine: machine, keepAlive: keepAlive,
+            receiveDirectory: configuration.receiveDirectory, timeouts: configuration.timeouts, logger: logger,
+            admission: { [weak self] session, endpointID, nonce in
+                await self?.admit(session, endpointID: endpointID, nonce: nonce) ?? false
+            },
+            onEvent: { [continuation] event in
+                // Yielded synchronously so events keep the order the session reports them in.
+                continuation.yield(.endpoint(event))
+            },
+            onEnd: { [weak self] session in
+                guard let self else { return }
+                Task { await self.remove(session) }
+            })
+    }
+
+    private func register(_ session: EndpointSession, endpointID: String) {
+        sessions[ObjectIdentifier(session)] = session
+        byEndpoint[endpointID] = session
+    }
+
+    private func remove(_ session: EndpointSession) async {
+        sessions[ObjectIdentifier(session)] = nil
+        if let id = await session.endpointID, byEndpoint[id] === session {
+            byEndpoint[id] = nil
+        }
+    }
+
+    /// Decides whether an incoming request may go on: strategy limits, duplicates and the nonce tie-break.
+    private func admit(_ session: EndpointSession, endpointID: String, nonce: Int32) async -> Bool {
+        if let existing = byEndpoint[endpointID], existing !== session, !(await existing.isEnded) {
+            if await existing.isOutgoing, !(await existing.isConnected) {
+                let ours = await existing.requestNonce
+                if ours > nonce {
+                    logger.info("tie-break: keeping our request", metadata: ["endpoint_id": "\(endpointID)"])
+                    return false
+                }
+                if ours == nonce {
+                    await existing.disconnect()
+                    return false
+                }
+                await existing.disconnect()
+            } else {
+                logger.info("refusing a second connection from the same endpoint", metadata: ["endpoint_id": "\(endpointID)"])
+                return false
+            }
+        }
+        if configuration.strategy == .pointToPoint {
+            for other in sessions.values where other !== session {
+                if !(await other.isEnded), await other.endpointID != nil {
+                    logger.info("point-to-point: refusing a second connection", metadata: ["endpoint_id": "\(endpointID)"])
+                    return false
+                }
+            }
+        }
+        byEndpoint[endpointID] = session
+        return true
+    }
+
+    private func checkStrategyAllowsOutgoing() async throws {
+        guard configuration.strategy == .pointToPoint else { return }
+        for session in sessions.values where !(await session.isEnded) {
+            if await session.endpointID != nil {
+                throw NearbyError(
+                    .outOfOrderApiCall, "point-to-point allows one connection at a time; disconnect first")
+            }
+        }
+    }
+
+    private func session(_ endpointID: String) throws -> EndpointSession {
+        guard let session = byEndpoint[endpointID] else {
+            throw NearbyError(.endpointUnknown, "no connection with \(endpointID)")
+        }
+        return session
+    }
+
+    private func localDescription(_ info: [UInt8]) -> ConnectionStateMachine.LocalEndpoint {
+        .init(endpointID: localEndpointID, endpointInfo: info, upgradeMediums: [.wifiLAN], keepAlive: configuration.keepAlive)
+    }
+
+    private func selected(_ only: Set<MediumKind>?) -> [any Medium] {
+        mediums.filter { only?.contains($0.kind) ?? true }
+    }
+
+    private func emit(_ event: EngineEvent) {
+        continuation.yield(event)
+    }
+
+    /// Endpoint info must be 1…131 bytes.
+    static func checkEndpointInfo(_ info: [UInt8]) throws(NearbyError) {
+        guard info.count <= 131 else {
+            throw NearbyError(.invalidArgument, "endpoint info is \(info.count) bytes; at most 131 are allowed")
+        }
+        guard !info.isEmpty else {
+            throw NearbyError(.invalidArgument, "endpoint info must not be empty")
+        }
+    }
+}

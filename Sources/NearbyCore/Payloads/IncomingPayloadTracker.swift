@@ -1,0 +1,222 @@
+import Foundation
+import NearbyWire
+
+/// The receiving half of the payload protocol for one endpoint, as a value type that returns actions.
+///
+/// Chunks must arrive in order: each DATA chunk's offset equals the bytes received so far, and never runs past the
+/// announced total. A payload starts with a chunk at offset 0 and ends with a LAST_CHUNK at the final offset;
+/// a file whose last chunk comes early is a failure, never a success. A payload ID of 0 is answered with
+/// PAYLOAD_ERROR. Anything else impossible (unknown IDs mid-payload, offsets out of order) is a protocol violation
+/// that drops the endpoint. The caller performs the file and stream I/O the actions name.
+public struct IncomingPayloadTracker: Sendable {
+    /// Something the I/O layer must do.
+    public enum Action: Sendable {
+        /// A complete BYTES payload.
+        case bytesReceived(PayloadID, [UInt8])
+        /// A FILE payload begins: create its temporary file.
+        case fileStarted(PayloadID, fileName: String, parentFolder: String, totalSize: Int64)
+        /// Append to the payload's file (offsets are always the current end).
+        case fileChunk(PayloadID, Data)
+        /// The file is complete with `totalSize` bytes: check its size and move it into place.
+        case fileFinished(PayloadID, totalSize: Int64)
+        /// A STREAM payload begins.
+        case streamStarted(PayloadID)
+        /// Bytes of a stream.
+        case streamChunk(PayloadID, Data)
+        /// The stream ended normally.
+        case streamFinished(PayloadID)
+        /// Report progress (in progress, success, failure or canceled).
+        case update(PayloadTransferUpdate)
+        /// Drop any partial data of this payload (file or stream) after a failure or cancellation.
+        case discard(PayloadID, PayloadKind)
+        /// Send this control frame to the peer.
+        case sendControl(ProtoOfflineFrame)
+        /// A CONTROL frame about a payload we are sending.
+        case outgoingControl(PayloadID, ProtoPayloadTransferFrame.ControlMessage.EventType)
+        /// The peer broke the payload protocol: drop the endpoint.
+        case violation(NearbyError)
+    }
+
+    struct Entry: Sendable {
+        var kind: PayloadKind
+        var header: ProtoPayloadTransferFrame.PayloadHeader
+        var received: Int64
+        var bytes: [UInt8] = []
+        var cancelRequested = false
+    }
+
+    private var entries: [PayloadID: Entry] = [:]
+    private var finished: Set<PayloadID> = []
+
+    /// Creates an empty tracker.
+    public init() {}
+
+    /// IDs of payloads still arriving.
+    public var activePayloadIDs: [PayloadID] { Array(entries.keys) }
+
+    /// Handles one validated PAYLOAD_TRANSFER frame.
+    public mutating func receive(_ frame: ProtoPayloadTransferFrame) -> [Action] {
+        let header = frame.payloadHeader
+        let id = header.id
+        switch frame.packetType {
+        case .data:
+            return receiveData(frame, id: id)
+        case .control:
+            return receiveControl(frame.controlMessage, id: id)
+        default:
+            return []
+        }
+    }
+
+    /// Our side cancels an incoming payload: reported now, the peer is told with its next chunk.
+    public mutating func cancel(_ id: PayloadID) -> [Action] {
+        guard var entry = entries[id], !entry.cancelRequested else { return [] }
+        entry.cancelRequested = true
+        entries[id] = entry
+        return []
+    }
+
+    /// Writing a payload locally failed: tell the peer, drop it, report the failure.
+    public mutating func failLocally(_ id: PayloadID) -> [Action] {
+        guard let entry = entries.removeValue(forKey: id) else { return [] }
+        finished.insert(id)
+        return [
+            .sendControl(OfflineFrames.payloadControl(header: entry.header, event: .payloadError, offset: entry.received)),
+            .discard(id, entry.kind), .update(update(id, entry, .failure)),
+        ]
+    }
+
+    /// The endpoint is gone: every payload still arriving failed.
+    public mutating func failAll() -> [Action] {
+        var actions: [Action] = []
+        for (id, entry) in entries {
+            actions.append(.discard(id, entry.kind))
+            actions.append(.update(update(id, entry, .failure)))
+        }
+        entries.removeAll()
+        return actions
+    }
+
+    private mutating func receiveData(_ frame: ProtoPayloadTransferFrame, id: PayloadID) -> [Action] {
+        let header = frame.payloadHeader
+        let chunk = frame.payloadChunk
+        let isLast = chunk.flags & 1 != 0
+        if id == 0 {
+            return chunk.offset == 0
+                ? [.sendControl(OfflineFrames.payloadControl(header: header, event: .payloadError, offset: 0))] : []
+        }
+        if finished.contains(id) {
+            return []  // late chunks of a payload already cancelled or failed here
+        }
+        guard var entry = entries[id] else {
+            return start(frame, id: id)
+        }
+        if entry.cancelRequested {
+            entries[id] = nil
+            finished.insert(id)
+            return [
+                .sendControl(OfflineFrames.payloadControl(header: entry.header, event: .payloadCanceled, offset: entry.received)),
+                .discard(id, entry.kind), .update(update(id, entry, .canceled)),
+            ]
+        }
+        guard chunk.offset == entry.received else {
+            return [.violation(NearbyError(
+                .invalidFrame, "payload \(id): chunk at offset \(chunk.offset), expected \(entry.received)"))]
+        }
+        return append(chunk, isLast: isLast, id: id, entry: &entry)
+    }
+
+    private mutating func start(_ frame: ProtoPayloadTransferFrame, id: PayloadID) -> [Action] {
+        let header = frame.payloadHeader
+        guard frame.payloadChunk.offset == 0 else {
+            return [.violation(NearbyError(.invalidFrame, "payload \(id) starts at offset \(frame.payloadChunk.offset)"))]
+        }
+        guard let kind = PayloadKind(header.type) else {
+            return [.violation(NearbyError(.invalidFrame, "payload \(id) has unknown type \(header.type)"))]
+        }
+        guard entries.count < PayloadLimits.maxConcurrentIncomingPayloads else {
+            return [.violation(NearbyError(.invalidFrame, "more than \(PayloadLimits.maxConcurrentIncomingPayloads) payloads at once"))]
+        }
+        if kind == .bytes && header.totalSize > Int64(PayloadLimits.maxBytesPayloadSize) {
+            return [.violation(NearbyError(.invalidFrame, "bytes payload \(id) announces \(header.totalSize) bytes"))]
+        }
+        if kind == .stream && header.totalSize != -1 && header.totalSize < 0 {
+            return [.violation(NearbyError(.invalidFrame, "stream payload \(id) has a bad size"))]
+        }
+        var entry = Entry(kind: kind, header: header, received: 0)
+        var actions: [Action] = []
+        switch kind {
+        case .file:
+            actions.append(.fileStarted(id, fileName: header.fileName, parentFolder: header.parentFolder, totalSize: header.totalSize))
+        case .stream:
+            actions.append(.streamStarted(id))
+        case .bytes:
+            break
+        }
+        actions += append(frame.payloadChunk, isLast: frame.payloadChunk.flags & 1 != 0, id: id, entry: &entry)
+        return actions
+    }
+
+    private mutating func append(
+        _ chunk: ProtoPayloadTransferFrame.PayloadChunk, isLast: Bool, id: PayloadID, entry: inout Entry
+    ) -> [Action] {
+        var actions: [Action] = []
+        let body = chunk.body
+        let total = entry.header.totalSize
+        if !body.isEmpty {
+            let newReceived = entry.received + Int64(body.count)
+            if total >= 0 && newReceived > total {
+                return [.violation(NearbyError(.invalidFrame, "payload \(id) runs past its total size \(total)"))]
+            }
+            switch entry.kind {
+            case .bytes:
+                entry.bytes.append(contentsOf: body)
+            case .file:
+                actions.append(.fileChunk(id, body))
+            case .stream:
+                actions.append(.streamChunk(id, body))
+            }
+            entry.received = newReceived
+        }
+        if isLast {
+            entries[id] = nil
+            finished.insert(id)
+            if total >= 0 && entry.received != total {
+                actions.append(.discard(id, entry.kind))
+                actions.append(.update(update(id, entry, .failure)))
+                return actions
+            }
+            switch entry.kind {
+            case .bytes: actions.append(.bytesReceived(id, entry.bytes))
+            case .file: actions.append(.fileFinished(id, totalSize: entry.received))
+            case .stream: actions.append(.streamFinished(id))
+            }
+            if entry.kind != .file {
+                // A file's success is reported by the caller once it is in place.
+                actions.append(.update(update(id, entry, .success)))
+            }
+            return actions
+        }
+        entries[id] = entry
+        actions.append(.update(update(id, entry, .inProgress)))
+        return actions
+    }
+
+    private mutating func receiveControl(
+        _ control: ProtoPayloadTransferFrame.ControlMessage, id: PayloadID
+    ) -> [Action] {
+        guard let entry = entries[id] else {
+            return finished.contains(id) ? [] : [.outgoingControl(id, control.event)]
+        }
+        entries[id] = nil
+        finished.insert(id)
+        let status: TransferStatus = control.event == .payloadCanceled ? .canceled : .failure
+        return [.discard(id, entry.kind), .update(update(id, entry, status))]
+    }
+
+    private func update(_ id: PayloadID, _ entry: Entry, _ status: TransferStatus) -> PayloadTransferUpdate {
+        PayloadTransferUpdate(
+            payloadID: id, kind: entry.kind, status: status, bytesTransferred: entry.received,
+            totalBytes: entry.header.totalSize)
+    }
+}

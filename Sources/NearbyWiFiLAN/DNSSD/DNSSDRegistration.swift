@@ -1,0 +1,35 @@
+import NearbyWire
+
+/// A published DNS-SD service; it stays published until ``cancel()`` is called or the registration is
+/// deinitialized.
+public final class DNSSDRegistration: Sendable {
+    private let withdraw: @Sendable () -> Void
+    private let currentFailure: @Sendable () -> NearbyError?
+
+    /// Creates a registration for a backend of ``DNSServiceDiscovery``.
+    ///
+    /// - Parameters:
+    ///   - withdraw: Unpublishes the service. Called by ``cancel()`` and on deinitialization, so possibly more
+    ///     than once; it must be idempotent and must not block for long.
+    ///   - failure: Reports why the backend dropped the service after it was established, or `nil`.
+    public init(withdraw: @escaping @Sendable () -> Void, failure: @escaping @Sendable () -> NearbyError?) {
+        self.withdraw = withdraw
+        self.currentFailure = failure
+    }
+
+    /// Why the service stopped being published on its own; `nil` while it is published, or when ``cancel()`` ended
+    /// it first.
+    ///
+    /// Set when the daemon went away (`.mediumUnavailable`) or a conflicting service took the name (`.unknown`);
+    /// instance names are fixed by the Nearby protocol, so a conflict is not resolved by renaming.
+    public var failure: NearbyError? { currentFailure() }
+
+    /// Unpublishes the service; peers see it disappear. Calling this again does nothing.
+    public func cancel() async {
+        withdraw()
+    }
+
+    deinit {
+        withdraw()
+    }
+}

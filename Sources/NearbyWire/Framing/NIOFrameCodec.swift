@@ -1,0 +1,63 @@
+import NIOCore
+
+/// A SwiftNIO decoder that turns a byte stream into frame bodies, each a `ByteBuffer` slice without the 4-byte
+/// length prefix.
+///
+/// Rules are those of ``LengthPrefixFraming``: a negative length or one above
+/// ``LengthPrefixFraming/maxFrameLength`` throws ``NearbyError/Code-swift.struct/invalidFraming`` as soon as the
+/// prefix arrives, and a stream that ends inside a frame throws the same code, so the pipeline can drop the endpoint.
+public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder, Sendable {
+    /// Each decoded frame body.
+    public typealias InboundOut = ByteBuffer
+
+    /// Creates a decoder.
+    public init() {}
+
+    /// Decodes one frame if a whole one is buffered.
+    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard let prefix = buffer.getInteger(at: buffer.readerIndex, endianness: .big, as: Int32.self) else {
+            return .needMoreData
+        }
+        let length = Int(prefix)
+        try LengthPrefixFraming.checkLength(length)
+        guard buffer.readableBytes >= LengthPrefixFraming.prefixLength + length else {
+            return .needMoreData
+        }
+        buffer.moveReaderIndex(forwardBy: LengthPrefixFraming.prefixLength)
+        let body = buffer.readSlice(length: length)!
+        context.fireChannelRead(Self.wrapInboundOut(body))
+        return .continue
+    }
+
+    /// Decodes what is left when the stream ends; leftover bytes mean a truncated frame.
+    public mutating func decodeLast(
+        context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool
+    ) throws -> DecodingState {
+        while try decode(context: context, buffer: &buffer) == .continue {}
+        if buffer.readableBytes > 0 {
+            let leftover = buffer.readableBytes
+            buffer.moveReaderIndex(forwardBy: leftover)
+            throw NearbyError(.invalidFraming, "stream ended inside a frame (\(leftover) bytes left over)")
+        }
+        return .needMoreData
+    }
+}
+
+/// A SwiftNIO encoder that writes each outbound `ByteBuffer` as one frame: its length as 4 big-endian bytes, then
+/// the bytes. Bodies longer than ``LengthPrefixFraming/maxFrameLength`` are refused with
+/// ``NearbyError/Code-swift.struct/invalidFraming``.
+public struct LengthPrefixedFrameEncoder: MessageToByteEncoder, Sendable {
+    /// A frame body.
+    public typealias OutboundIn = ByteBuffer
+
+    /// Creates an encoder.
+    public init() {}
+
+    /// Writes the prefix and the body.
+    public func encode(data: ByteBuffer, out: inout ByteBuffer) throws {
+        try LengthPrefixFraming.checkLength(data.readableBytes)
+        out.reserveCapacity(minimumWritableBytes: LengthPrefixFraming.prefixLength + data.readableBytes)
+        out.writeInteger(Int32(data.readableBytes), endianness: .big)
+        out.writeImmutableBuffer(data)
+    }
+}

@@ -1,0 +1,95 @@
+import ArgumentParser
+import Foundation
+import Logging
+import NearbyConnections
+import NearbyCore
+import NearbyWire
+
+/// Options every subcommand takes.
+struct CommonOptions: ParsableArguments {
+    @Option(name: .customLong("service-id"), help: "The service ID both sides use.")
+    var serviceID: String
+
+    @Option(help: "point-to-point, star or cluster.")
+    var strategy: String = "point-to-point"
+
+    @Option(name: .customLong("medium"), help: "wifi-lan or ble (repeatable; default: all available).")
+    var mediums: [String] = []
+
+    @Option(help: "BLE controller transport: tcp:HOST:PORT, uart:/dev/ttyX[@BAUD] or hci:N.")
+    var hci: String?
+
+    @Flag(help: "Print one JSON object per line.")
+    var json = false
+
+    @Flag(help: "Print the debug log on stderr.")
+    var verbose = false
+
+    @Option(name: .customLong("keep-alive-interval-ms"), help: .hidden)
+    var keepAliveIntervalMillis: Int?
+
+    @Option(name: .customLong("keep-alive-timeout-ms"), help: .hidden)
+    var keepAliveTimeoutMillis: Int?
+
+    func validate() throws {
+        guard Strategy(rawValue: strategy) != nil else {
+            throw ValidationError("--strategy must be point-to-point, star or cluster")
+        }
+        for medium in mediums where MediumKind(rawValue: medium) == nil {
+            throw ValidationError("--medium must be wifi-lan or ble, got '\(medium)'")
+        }
+    }
+
+    var parsedStrategy: Strategy { Strategy(rawValue: strategy) ?? .pointToPoint }
+
+    var keepAlive: KeepAliveSettings {
+        guard let interval = keepAliveIntervalMillis, let timeout = keepAliveTimeoutMillis else { return .default }
+        return KeepAliveSettings(interval: .milliseconds(interval), timeout: .milliseconds(timeout))
+    }
+
+    func makeLogger() -> Logger {
+        var logger = Logger(label: "nearby") { label in StreamLogHandler.standardError(label: label) }
+        logger.logLevel = verbose ? .debug : .warning
+        return logger
+    }
+
+    /// The manager for this run, with the mediums the options select.
+    func makeManager(receiveDirectory: URL, listenPort: Int? = nil) throws -> ConnectionManager {
+        let selected = Set(mediums.compactMap(MediumKind.init(rawValue:)))
+        if selected.contains(.ble) {
+            throw CLIFailure("the BLE medium is not available yet in this build; use --medium wifi-lan")
+        }
+        let logger = makeLogger()
+        let options = ConnectionOptions(
+            receiveDirectory: receiveDirectory, keepAlive: keepAlive, listenPort: listenPort, logger: logger)
+        return ConnectionManager(serviceID: serviceID, strategy: parsedStrategy, options: options)
+    }
+}
+
+/// `--name TEXT` or `--info-hex HEX`: the endpoint info this side advertises or introduces itself with.
+struct EndpointInfoOptions: ParsableArguments {
+    @Option(help: "This device's name (its endpoint info, UTF-8).")
+    var name: String?
+
+    @Option(name: .customLong("info-hex"), help: "This device's endpoint info as hex bytes.")
+    var infoHex: String?
+
+    func validate() throws {
+        guard (name == nil) != (infoHex == nil) else {
+            throw ValidationError("give exactly one of --name and --info-hex")
+        }
+        let info = try bytes()
+        guard !info.isEmpty, info.count <= 131 else {
+            throw ValidationError("endpoint info must be 1 to 131 bytes, got \(info.count)")
+        }
+    }
+
+    func bytes() throws -> [UInt8] {
+        if let name { return Array(name.utf8) }
+        do {
+            return try Hex.decode(infoHex ?? "")
+        } catch {
+            throw ValidationError("--info-hex: \(error.message)")
+        }
+    }
+}

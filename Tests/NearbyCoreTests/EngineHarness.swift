@@ -1,0 +1,105 @@
+import Foundation
+import Logging
+import NearbyCore
+import NearbyTestSupport
+import NearbyWire
+import Testing
+
+/// Collects an engine's events and waits for the ones a test needs.
+actor EventLog {
+    private(set) var events: [EngineEvent] = []
+    private var waiters: [(predicate: @Sendable (EngineEvent) -> Bool, continuation: CheckedContinuation<EngineEvent, any Error>)] = []
+
+    init(_ engine: NearbyEngine) {
+        Task { for await event in engine.events { await self.append(event) } }
+    }
+
+    private func append(_ event: EngineEvent) {
+        events.append(event)
+        waiters.removeAll { waiter in
+            if waiter.predicate(event) {
+                waiter.continuation.resume(returning: event)
+                return true
+            }
+            return false
+        }
+    }
+
+    /// The first event (already seen or coming) that matches, within `timeout`.
+    func wait(timeout: Duration = .seconds(10), _ predicate: @escaping @Sendable (EngineEvent) -> Bool) async throws -> EngineEvent {
+        if let event = events.first(where: predicate) { return event }
+        return try await withThrowingTaskGroup(of: EngineEvent.self) { group in
+            group.addTask { try await self.register(predicate) }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                throw NearbyError(.timeout, "event not seen within \(timeout)")
+            }
+            let event = try await group.next()!
+            group.cancelAll()
+            return event
+        }
+    }
+
+    private func register(_ predicate: @escaping @Sendable (EngineEvent) -> Bool) async throws -> EngineEvent {
+        try await withCheckedThrowingContinuation { continuation in
+            waiters.append((predicate, continuation))
+        }
+    }
+
+    func updates(_ payloadID: PayloadID, outgoing: Bool) -> [PayloadTransferUpdate] {
+        events.compactMap {
+            if case .endpoint(.transferUpdate(_, let update, let isOutgoing)) = $0, update.payloadID == payloadID,
+                isOutgoing == outgoing
+            {
+                return update
+            }
+            return nil
+        }
+    }
+}
+
+/// Two engines on one in-memory air: an advertiser and a discoverer.
+struct EnginePair {
+    let advertiser: NearbyEngine
+    let discoverer: NearbyEngine
+    let advertiserLog: EventLog
+    let discovererLog: EventLog
+    let receiveDirectory: URL
+    let discovererMedium: InMemoryMedium
+
+    init(keepAlive: KeepAliveSettings = .default) {
+        let air = InMemoryMedium.Air()
+        receiveDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-core-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: receiveDirectory, withIntermediateDirectories: true)
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let configuration = EngineConfiguration(
+            serviceID: "com.example.test", strategy: .pointToPoint, receiveDirectory: receiveDirectory,
+            keepAlive: keepAlive, logger: logger)
+        advertiser = NearbyEngine(configuration: configuration, mediums: [InMemoryMedium(air: air)], localEndpointID: "ADVR")
+        discovererMedium = InMemoryMedium(air: air)
+        discoverer = NearbyEngine(configuration: configuration, mediums: [discovererMedium], localEndpointID: "DISC")
+        advertiserLog = EventLog(advertiser)
+        discovererLog = EventLog(discoverer)
+    }
+
+    /// Advertises, discovers, requests, accepts on both sides; returns both sides' connection info.
+    func connect() async throws -> (advertiser: ConnectionInfo, discoverer: ConnectionInfo) {
+        try await advertiser.startAdvertising(endpointInfo: Array("advertiser".utf8))
+        try await discoverer.startDiscovery()
+        _ = try await discovererLog.wait { if case .endpointFound(let e) = $0 { e.endpointID == "ADVR" } else { false } }
+        try await discoverer.requestConnection(to: "ADVR", endpointInfo: Array("discoverer".utf8))
+        guard case .endpoint(.initiated(let advertiserInfo)) = try await advertiserLog.wait({
+            if case .endpoint(.initiated) = $0 { true } else { false }
+        }), case .endpoint(.initiated(let discovererInfo)) = try await discovererLog.wait({
+            if case .endpoint(.initiated) = $0 { true } else { false }
+        }) else { throw NearbyError(.unknown, "unreachable") }
+        try await advertiser.acceptConnection(advertiserInfo.endpointID)
+        try await discoverer.acceptConnection(discovererInfo.endpointID)
+        _ = try await advertiserLog.wait { if case .endpoint(.connected) = $0 { true } else { false } }
+        _ = try await discovererLog.wait { if case .endpoint(.connected) = $0 { true } else { false } }
+        return (advertiserInfo, discovererInfo)
+    }
+}
+
+func isFinal(_ status: TransferStatus) -> Bool { status != .inProgress }

@@ -1,0 +1,141 @@
+import NearbyCore
+import NearbyWire
+import Synchronization
+
+/// One end of an in-memory, framed, bidirectional pipe. For engine unit tests only: the real mediums are
+/// Wi-Fi LAN (TCP) and BLE.
+public final class InMemoryChannel: EndpointChannel, @unchecked Sendable {
+    public let medium: MediumKind = .wifiLAN
+    public let peerDescription: String
+    private let inbound: AsyncStream<[UInt8]>
+    // Read by one task at a time (the session's reader), as EndpointChannel requires.
+    private var iterator: AsyncStream<[UInt8]>.Iterator
+    private let outbound: AsyncStream<[UInt8]>.Continuation
+    private let ownInbound: AsyncStream<[UInt8]>.Continuation
+    /// When set, writes are silently dropped (a peer that froze).
+    public let isFrozen = Mutex(false)
+
+    init(name: String, inbound: AsyncStream<[UInt8]>, ownInbound: AsyncStream<[UInt8]>.Continuation,
+         outbound: AsyncStream<[UInt8]>.Continuation) {
+        peerDescription = name
+        self.inbound = inbound
+        iterator = inbound.makeAsyncIterator()
+        self.ownInbound = ownInbound
+        self.outbound = outbound
+    }
+
+    /// A connected pair of channels.
+    public static func pair() -> (InMemoryChannel, InMemoryChannel) {
+        let (a, aContinuation) = AsyncStream<[UInt8]>.makeStream()
+        let (b, bContinuation) = AsyncStream<[UInt8]>.makeStream()
+        return (
+            InMemoryChannel(name: "memory-a", inbound: a, ownInbound: aContinuation, outbound: bContinuation),
+            InMemoryChannel(name: "memory-b", inbound: b, ownInbound: bContinuation, outbound: aContinuation)
+        )
+    }
+
+    public func readFrame() async throws -> [UInt8]? {
+        await iterator.next()
+    }
+
+    public func writeFrame(_ body: [UInt8]) async throws {
+        guard body.count <= LengthPrefixFraming.maxFrameLength else {
+            throw NearbyError(.invalidFraming, "frame too large")
+        }
+        if isFrozen.withLock({ $0 }) { return }
+        if case .terminated = outbound.yield(body) {
+            throw NearbyError(.endpointIoError, "the in-memory peer is gone")
+        }
+    }
+
+    public func close() async {
+        outbound.finish()
+        ownInbound.finish()
+    }
+}
+
+/// A medium whose "air" is a shared registry in this process. For engine unit tests only.
+public final class InMemoryMedium: Medium {
+    /// The shared registry several in-memory mediums advertise into and discover from.
+    public final class Air: Sendable {
+        struct Advertisement {
+            var request: AdvertisingRequest
+            var onIncoming: @Sendable (any EndpointChannel) -> Void
+        }
+        let advertisements = Mutex<[String: Advertisement]>([:])
+        let watchers = Mutex<[AsyncThrowingStream<DiscoveryEvent, any Error>.Continuation]>([])
+
+        /// Creates empty air.
+        public init() {}
+
+        func publish(_ key: String, _ advertisement: Advertisement) {
+            advertisements.withLock { $0[key] = advertisement }
+            let event = DiscoveryEvent.found(DiscoveredEndpoint(
+                endpointID: advertisement.request.endpointID, endpointInfo: advertisement.request.endpointInfo,
+                medium: .wifiLAN, route: .tcp(hosts: ["memory"], port: Int(key) ?? 0)))
+            for watcher in watchers.withLock({ $0 }) { watcher.yield(event) }
+        }
+
+        func withdraw(_ key: String) {
+            guard let removed = advertisements.withLock({ $0.removeValue(forKey: key) }) else { return }
+            for watcher in watchers.withLock({ $0 }) {
+                watcher.yield(.lost(endpointID: removed.request.endpointID, medium: .wifiLAN))
+            }
+        }
+    }
+
+    final class Session: AdvertisingSession {
+        let medium: MediumKind = .wifiLAN
+        let port: Int?
+        let discoverabilityProblem: NearbyError? = nil
+        let advertisedName = "in-memory"
+        let air: Air
+        init(air: Air, port: Int) { self.air = air; self.port = port }
+        func stop() async { air.withdraw(String(port!)) }
+    }
+
+    public let kind: MediumKind = .wifiLAN
+    public let air: Air
+    private let opened = Mutex<[InMemoryChannel]>([])
+
+    /// Makes every channel this medium opened drop its writes, like a peer that froze (SIGSTOP).
+    public func freezeOpenedChannels() {
+        for channel in opened.withLock({ $0 }) { channel.isFrozen.withLock { $0 = true } }
+    }
+    private static let nextPort = Mutex(1)
+
+    /// Creates a medium on `air`.
+    public init(air: Air) { self.air = air }
+
+    public func startAdvertising(
+        _ request: AdvertisingRequest, onIncoming: @escaping @Sendable (any EndpointChannel) -> Void
+    ) async throws -> any AdvertisingSession {
+        let port = Self.nextPort.withLock { value in value += 1; return value }
+        air.publish(String(port), .init(request: request, onIncoming: onIncoming))
+        return Session(air: air, port: port)
+    }
+
+    public func discover(serviceID: String, pcp: PCP) -> AsyncThrowingStream<DiscoveryEvent, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<DiscoveryEvent, any Error>.makeStream()
+        air.watchers.withLock { $0.append(continuation) }
+        for (port, advertisement) in air.advertisements.withLock({ $0 })
+        where advertisement.request.serviceID == serviceID && advertisement.request.pcp == pcp {
+            continuation.yield(.found(DiscoveredEndpoint(
+                endpointID: advertisement.request.endpointID, endpointInfo: advertisement.request.endpointInfo,
+                medium: .wifiLAN, route: .tcp(hosts: ["memory"], port: Int(port) ?? 0))))
+        }
+        return stream
+    }
+
+    public func connect(to route: EndpointRoute) async throws -> any EndpointChannel {
+        guard case .tcp(_, let port) = route,
+            let advertisement = air.advertisements.withLock({ $0[String(port)] })
+        else {
+            throw NearbyError(.endpointIoError, "nothing listens at \(route)")
+        }
+        let (local, remote) = InMemoryChannel.pair()
+        opened.withLock { $0.append(local) }
+        advertisement.onIncoming(remote)
+        return local
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import NearbyWiFiLAN
+import NearbyWire
+import Testing
+
+/// What happens when avahi-daemon goes away and comes back. The daemon here is a private one (see
+/// ``PrivateAvahiDaemon``), and the client is a child process (this test binary, running only
+/// ``childLosesAndRegainsTheDaemon()``), because libdbus reads `DBUS_SYSTEM_BUS_ADDRESS` once per process.
+@Suite struct AvahiDaemonDisconnectTests {
+    static let childMarker = "NEARBY_TEST_DISCONNECT_CHILD"
+    static let isChild = ProcessInfo.processInfo.environment[childMarker] != nil
+
+    @Test(.enabled(if: isInTestNetwork && !isChild, "needs the test network of scripts/with-test-network.sh"))
+    func browseAndRegistrationFailWhenTheDaemonDiesAndWorkAfterItRestarts() async throws {
+        let daemon = try await PrivateAvahiDaemon.start()
+        let outputURL = daemon.directory.appendingPathComponent("child.out")
+        var environment = ProcessInfo.processInfo.environment
+        environment[Self.childMarker] = "1"
+        environment["DBUS_SYSTEM_BUS_ADDRESS"] = daemon.busAddress
+        environment["NEARBY_TEST_NETNS"] = nil
+        let childOutput = { (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "" }
+
+        var child: SpawnedProcess?
+        do {
+            child = try SpawnedProcess(
+                "/proc/self/exe",
+                ["--testing-library", "swift-testing", "--filter", "childLosesAndRegainsTheDaemon"],
+                environment: environment,
+                outputPath: outputURL.path
+            )
+            _ = try await eventually(within: 30, "the child to register and browse") {
+                childOutput().contains("CHILD-READY") ? true : nil
+            }
+            await daemon.killAvahi()
+            _ = try await eventually(within: 30, "the child to notice the daemon is gone") {
+                childOutput().contains("CHILD-DAEMON-GONE") ? true : nil
+            }
+            try await daemon.startAvahi()
+            _ = try await child?.waitForExit(within: 60, "the child to finish")
+        } catch {
+            await child?.kill()
+            let text = childOutput()
+            await daemon.stop()
+            Issue.record("child output: \(text)")
+            throw error
+        }
+        let text = childOutput()
+        await daemon.stop()
+        #expect(text.contains("CHILD-STREAM-ENDED: mediumUnavailable"), "child output: \(text)")
+        #expect(text.contains("CHILD-REGISTRATION-FAILURE: mediumUnavailable"), "child output: \(text)")
+        #expect(text.contains("CHILD-REGISTER-WHILE-GONE: mediumUnavailable"), "child output: \(text)")
+        #expect(text.contains("CHILD-RECONNECTED"), "child output: \(text)")
+        #expect(child?.exitStatus == 0, "child output: \(text)")
+    }
+
+    /// Writes a line for the parent straight to stdout (print would buffer it, since stdout is a file).
+    private static func report(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    @Test(.enabled(if: isChild))
+    func childLosesAndRegainsTheDaemon() async throws {
+        let discovery = try AvahiServiceDiscovery()
+        let type = uniqueServiceType()
+        let service = DNSSDService(instanceName: uniqueInstanceName("gone"), serviceType: type, port: 2020)
+        let registration = try await withTimeout(10, "registering") { try await discovery.register(service) }
+        // The private daemon uses no interface, so this browse sees nothing; it only has to end when the daemon dies.
+        let recorder = await BrowseRecorder.start(discovery.browse(serviceType: type))
+        Self.report("CHILD-READY")
+
+        _ = try await eventually(within: 20, "the browse stream to end") { await recorder.ended ? true : nil }
+        let endError = await recorder.endError
+        let streamCode = (endError as? NearbyError)?.code.rawValue ?? String(describing: endError)
+        Self.report("CHILD-STREAM-ENDED: \(streamCode)")
+        Self.report("CHILD-REGISTRATION-FAILURE: \(registration.failure?.code.rawValue ?? "none")")
+        do {
+            _ = try await withTimeout(10, "registering while the daemon is gone") {
+                try await discovery.register(DNSSDService(instanceName: "x", serviceType: type, port: 1))
+            }
+            Self.report("CHILD-REGISTER-WHILE-GONE: succeeded")
+        } catch {
+            Self.report("CHILD-REGISTER-WHILE-GONE: \((error as? NearbyError)?.code.rawValue ?? "\(error)")")
+        }
+        Self.report("CHILD-DAEMON-GONE")
+
+        // The parent restarts the daemon; the same AvahiServiceDiscovery reconnects on the next call.
+        let again = try await eventually(within: 30, "registering after the daemon restarted") {
+            try? await withTimeout(5, "registering") { try await discovery.register(service) }
+        }
+        #expect(again.failure == nil)
+        await again.cancel()
+        Self.report("CHILD-RECONNECTED")
+    }
+}
