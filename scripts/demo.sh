@@ -53,23 +53,26 @@ progress() {
     while IFS= read -r line; do
         case "$line" in
         *'"transfer_update"'*'"total":'"$((size_mb * 1000000))"*)
+            [[ -s "$work/file-start" ]] || date +%s%N > "$work/file-start"
             bytes="$(printf '%s' "$line" | field bytes)"
             percent=$((bytes * 100 / (size_mb * 1000000)))
             filled=$((percent * 40 / 100))
             printf '\r    [%-40s] %3d%%' "$(printf '%*s' "$filled" '' | tr ' ' '#')" "$percent"
             ;;
         *'"transfer_update"'*) ;;
+        *'"payload_sent"'*'"type":"file"'*)
+            date +%s%N > "$work/file-end"
+            printf '\n    %s' "$line"
+            ;;
         *) printf '\n    %s' "$line" ;;
         esac
         printf '%s\n' "$line" >> "$work/sender.jsonl"
     done
     printf '\n'
 }
-start_ns="$(date +%s%N)"
 "$nearby" send --service-id com.example.demo --to-name linux-box --name demo-laptop --accept \
     --bytes "hello from swift-nearby" --file "$work/photo.bin" --json 2> "$work/sender.err" | progress
 status="${PIPESTATUS[0]}"
-end_ns="$(date +%s%N)"
 [[ "$status" == 0 ]] || fail "nearby send exited with $status: $(cat "$work/sender.err")"
 
 say "Checking"
@@ -86,8 +89,8 @@ echo "    sha256 sent     $source_sha"
 echo "    sha256 received $received_sha"
 [[ "$received_sha" == "$source_sha" ]] || fail "the received file differs"
 
-say "Comparing with a plain TCP copy of the same bytes"
-nearby_ms=$(((end_ns - start_ns) / 1000000))
+say "Comparing with a plain TCP copy of the same bytes to disk"
+nearby_ms=$((($(cat "$work/file-end") - $(cat "$work/file-start")) / 1000000))
 plain_ms="$(python3 - "$work/photo.bin" <<'PY'
 import socket, sys, threading, time
 data = open(sys.argv[1], "rb").read()
@@ -95,7 +98,7 @@ server = socket.socket(); server.bind(("127.0.0.1", 0)); server.listen(1)
 port = server.getsockname()[1]
 def sink():
     connection, _ = server.accept()
-    with open("/dev/null", "wb") as out:
+    with open(sys.argv[1] + ".plain-copy", "wb") as out:
         while chunk := connection.recv(1 << 20):
             out.write(chunk)
 thread = threading.Thread(target=sink); thread.start()
@@ -105,7 +108,7 @@ thread.join()
 print(int((time.monotonic() - start) * 1000))
 PY
 )"
-echo "    nearby send (discovery, UKEY2, encrypted chunks, disk): ${nearby_ms} ms for ${size_mb} MB"
-echo "    plain TCP copy to /dev/null:                          ${plain_ms} ms"
+echo "    nearby file payload (encrypted 64 KiB chunks, written to disk): ${nearby_ms} ms for ${size_mb} MB"
+echo "    plain TCP copy written to disk:                                  ${plain_ms} ms"
 python3 -c "import sys; n,p=int(sys.argv[1]),max(1,int(sys.argv[2])); print(f'    nearby takes {n/p:.1f}x the time of plain TCP (throughput ratio {p/n:.2f})')" "$nearby_ms" "$plain_ms"
 say "Demo passed"
