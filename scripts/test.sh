@@ -16,5 +16,7 @@ swift build --build-tests
 export NEARBY_REPO_ROOT="$repo_root"
 export NEARBY_ORACLE_PYTHON="$repo_root/.venv/bin/python"
 
+# Tests run one at a time: several suites share one avahi-daemon and real sockets, and keep-alive tests must not
+# be starved by parallel CPU-heavy transfers on a 2-core machine.
 # A hung test must not eat the whole CI budget: stop swift test after 70 minutes (exit 124).
-exec scripts/with-test-network.sh timeout --signal=TERM --kill-after=30s 70m swift test "$@"
+exec scripts/with-test-network.sh timeout --signal=TERM --kill-after=30s 70m swift test --no-parallel "$@"

@@ -106,7 +106,7 @@ struct EngineInMemoryTests {
 
     @Test("A peer that goes silent is disconnected after the keep-alive timeout")
     func keepAliveTimeout() async throws {
-        let pair = EnginePair(keepAlive: KeepAliveSettings(interval: .milliseconds(200), timeout: .milliseconds(1200)))
+        let pair = EnginePair(keepAlive: KeepAliveSettings(interval: .milliseconds(500), timeout: .seconds(4)))
         _ = try await pair.connect()
         pair.discovererMedium.freezeOpenedChannels()
         let event = try await pair.advertiserLog.wait {

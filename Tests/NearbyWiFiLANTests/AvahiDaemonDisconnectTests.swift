@@ -1,3 +1,4 @@
+import NearbyTestSupport
 import Foundation
 import NearbyWiFiLAN
 import NearbyWire
@@ -63,7 +64,7 @@ import Testing
         let discovery = try AvahiServiceDiscovery()
         let type = uniqueServiceType()
         let service = DNSSDService(instanceName: uniqueInstanceName("gone"), serviceType: type, port: 2020)
-        let registration = try await withTimeout(10, "registering") { try await discovery.register(service) }
+        let registration = try await withTestTimeout(10, "registering") { try await discovery.register(service) }
         // The private daemon uses no interface, so this browse sees nothing; it only has to end when the daemon dies.
         let recorder = await BrowseRecorder.start(discovery.browse(serviceType: type))
         Self.report("CHILD-READY")
@@ -74,7 +75,7 @@ import Testing
         Self.report("CHILD-STREAM-ENDED: \(streamCode)")
         Self.report("CHILD-REGISTRATION-FAILURE: \(registration.failure?.code.rawValue ?? "none")")
         do {
-            _ = try await withTimeout(10, "registering while the daemon is gone") {
+            _ = try await withTestTimeout(10, "registering while the daemon is gone") {
                 try await discovery.register(DNSSDService(instanceName: "x", serviceType: type, port: 1))
             }
             Self.report("CHILD-REGISTER-WHILE-GONE: succeeded")
@@ -85,7 +86,7 @@ import Testing
 
         // The parent restarts the daemon; the same AvahiServiceDiscovery reconnects on the next call.
         let again = try await eventually(within: 30, "registering after the daemon restarted") {
-            try? await withTimeout(5, "registering") { try await discovery.register(service) }
+            try? await withTestTimeout(5, "registering") { try await discovery.register(service) }
         }
         #expect(again.failure == nil)
         await again.cancel()

@@ -1,3 +1,4 @@
+import NearbyTestSupport
 import Foundation
 import NearbyWiFiLAN
 import NearbyWire
@@ -16,7 +17,7 @@ struct AvahiServiceDiscoveryTests {
         defer { Task { await recorder.stop() } }
 
         let service = DNSSDService(instanceName: name, serviceType: type, port: 4242, txt: txt)
-        let registration = try await withTimeout(10, "registering \(name)") { try await discovery.register(service) }
+        let registration = try await withTestTimeout(10, "registering \(name)") { try await discovery.register(service) }
         let found = try await eventually("\(name) to be found") { await recorder.found(name) }
         #expect(found.serviceType == type)
         #expect(found.port == 4242)
@@ -40,7 +41,7 @@ struct AvahiServiceDiscoveryTests {
             instanceName: name, serviceType: type, port: 5151,
             txt: ["n": Array("ZW5kcG9pbnQ".utf8), "flag": []]
         )
-        let registration = try await withTimeout(10, "registering \(name)") { try await discovery.register(service) }
+        let registration = try await withTestTimeout(10, "registering \(name)") { try await discovery.register(service) }
         defer { withExtendedLifetime(registration) {} }
 
         let result = try await runChildProcess("/usr/bin/avahi-browse", ["-r", "-p", "-t", type], timeout: 10)
@@ -111,10 +112,10 @@ struct AvahiServiceDiscoveryTests {
         // Avahi accepts identical records twice; a different port makes the second SRV record conflict.
         let service = DNSSDService(instanceName: uniqueInstanceName("dup"), serviceType: uniqueServiceType(), port: 9)
         let conflicting = DNSSDService(instanceName: service.instanceName, serviceType: service.serviceType, port: 10)
-        let first = try await withTimeout(10, "first registration") { try await discovery.register(service) }
+        let first = try await withTestTimeout(10, "first registration") { try await discovery.register(service) }
         defer { withExtendedLifetime(first) {} }
         await #expect {
-            _ = try await withTimeout(10, "second registration") { try await discovery.register(conflicting) }
+            _ = try await withTestTimeout(10, "second registration") { try await discovery.register(conflicting) }
         } throws: { error in
             guard let error = error as? NearbyError else { return false }
             return error.code == .unknown && error.message.contains("collision")

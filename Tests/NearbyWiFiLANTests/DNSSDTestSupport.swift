@@ -1,11 +1,7 @@
+import NearbyTestSupport
 import Foundation
 import NearbyWiFiLAN
 import NearbyWire
-
-/// Thrown when a test waited too long; tests bound every wait so that nothing hangs.
-struct TestTimeout: Error, CustomStringConvertible {
-    var description: String
-}
 
 /// Whether this process runs inside the private network namespace made by `scripts/with-test-network.sh`, with
 /// its own dbus-daemon and avahi-daemon.
@@ -29,23 +25,6 @@ func eventually<Value>(
     }
 }
 
-/// Runs `operation`, cancelling it and throwing `TestTimeout` if it takes longer than `seconds`.
-func withTimeout<Value: Sendable>(
-    _ seconds: Double = 10,
-    _ what: String,
-    _ operation: @escaping @Sendable () async throws -> Value
-) async throws -> Value {
-    try await withThrowingTaskGroup(of: Value.self) { group in
-        group.addTask { try await operation() }
-        group.addTask {
-            try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
-            throw TestTimeout(description: "timed out after \(seconds) s waiting for \(what)")
-        }
-        defer { group.cancelAll() }
-        return try await group.next()!
-    }
-}
-
 /// A service type that no other test uses, in the Nearby form `_<12 hex>._tcp`.
 func uniqueServiceType() -> String {
     "_" + (0..<12).map { _ in String("0123456789ABCDEF".randomElement()!) }.joined() + "._tcp"
@@ -57,39 +36,9 @@ func uniqueInstanceName(_ prefix: String) -> String {
 }
 
 /// Collects the events of a browse stream in the background so that tests can poll them.
-actor BrowseRecorder {
-    private(set) var events: [DNSSDBrowseEvent] = []
-    private(set) var endError: (any Error)?
-    private(set) var ended = false
-    private var consumer: Task<Void, Never>?
+typealias BrowseRecorder = StreamRecorder<DNSSDBrowseEvent>
 
-    /// Starts consuming `stream`.
-    static func start(_ stream: AsyncThrowingStream<DNSSDBrowseEvent, any Error>) async -> BrowseRecorder {
-        let recorder = BrowseRecorder()
-        await recorder.consume(stream)
-        return recorder
-    }
-
-    private func consume(_ stream: AsyncThrowingStream<DNSSDBrowseEvent, any Error>) {
-        consumer = Task {
-            do {
-                for try await event in stream {
-                    self.append(event)
-                }
-                self.end(nil)
-            } catch {
-                self.end(error)
-            }
-        }
-    }
-
-    private func append(_ event: DNSSDBrowseEvent) { events.append(event) }
-
-    private func end(_ error: (any Error)?) {
-        endError = error
-        ended = true
-    }
-
+extension StreamRecorder where Event == DNSSDBrowseEvent {
     /// The latest `.found` for `name`, if any.
     func found(_ name: String) -> DNSSDResolvedService? {
         for event in events.reversed() {
@@ -111,11 +60,6 @@ actor BrowseRecorder {
             }
         }
         return false
-    }
-
-    /// Stops browsing (cancels the consuming task, which ends the stream).
-    func stop() {
-        consumer?.cancel()
     }
 }
 

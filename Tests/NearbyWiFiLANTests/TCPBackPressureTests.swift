@@ -1,3 +1,4 @@
+import NearbyTestSupport
 import Foundation
 import NearbyWiFiLAN
 import NearbyWire
@@ -11,7 +12,7 @@ struct TCPBackPressureTests {
         let (client, server) = try await makeTCPPair()
         let frameCount = 200
         let frameSize = LengthPrefixFraming.maxFrameLength
-        try await withTCPTestTimeout(300, "200 MiB through a slow reader") {
+        try await withTestTimeout(300, "200 MiB through a slow reader") {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     // A few distinct frames, reused, so that building them costs little.

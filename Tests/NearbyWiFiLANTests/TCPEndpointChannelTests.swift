@@ -1,3 +1,4 @@
+import NearbyTestSupport
 import Foundation
 import NearbyCore
 import NearbyWiFiLAN
@@ -14,7 +15,7 @@ struct TCPEndpointChannelTests {
         #expect(client.peerDescription.hasPrefix("127.0.0.1:"))
         #expect(server.peerDescription.hasPrefix("127.0.0.1:"))
 
-        try await withTCPTestTimeout(60, "frames in both directions") {
+        try await withTestTimeout(60, "frames in both directions") {
             let big = tcpTestFrame(index: 7, count: LengthPrefixFraming.maxFrameLength)
             try await client.writeFrame(big)
             let atServer = try await server.readFrame()
@@ -34,7 +35,7 @@ struct TCPEndpointChannelTests {
     func thousandFramesInOrder() async throws {
         let (client, server) = try await makeTCPPair()
         let count = 1_000
-        try await withTCPTestTimeout(60, "1,000 frames each way") {
+        try await withTestTimeout(60, "1,000 frames each way") {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for (writer, reader) in [(client, server), (server, client)] {
                     group.addTask {
@@ -68,7 +69,7 @@ struct TCPEndpointChannelTests {
         #expect((error as? NearbyError)?.code == .invalidFraming)
         // The channel is still usable.
         try await client.writeFrame([1, 2, 3])
-        #expect(try await withTCPTestTimeout(10, "a frame") { try await server.readFrame() } == [1, 2, 3])
+        #expect(try await withTestTimeout(10, "a frame") { try await server.readFrame() } == [1, 2, 3])
         await client.close()
         await server.close()
     }
@@ -87,7 +88,7 @@ struct TCPEndpointChannelTests {
         let channel = try await accepted.next()
         // One good frame first: it is delivered before the bad prefix is reported.
         try peer.send([0, 0, 0, 2, 0xAB, 0xCD] + prefix + [1, 2, 3])
-        let result = try await withTCPTestTimeout(10, "the framing error") { () -> Result<[UInt8]?, NearbyError> in
+        let result = try await withTestTimeout(10, "the framing error") { () -> Result<[UInt8]?, NearbyError> in
             #expect(try await channel.readFrame() == [0xAB, 0xCD])
             do {
                 return .success(try await channel.readFrame())
@@ -118,7 +119,7 @@ struct TCPEndpointChannelTests {
         try peer.send([0, 0, 0, 10, 1, 2, 3])
         peer.close()
         let error = await tcpCaughtError {
-            _ = try await withTCPTestTimeout(10, "the truncated frame") { try await channel.readFrame() }
+            _ = try await withTestTimeout(10, "the truncated frame") { try await channel.readFrame() }
         }
         #expect((error as? NearbyError)?.code == .invalidFraming, "got \(String(describing: error))")
         await channel.close()
@@ -133,7 +134,7 @@ struct TCPEndpointChannelTests {
         let channel = try await accepted.next()
         try peer.send([0, 0, 0, 1, 42, 0, 0, 0, 0])
         peer.close()
-        try await withTCPTestTimeout(10, "two frames and the end of the stream") { () async throws in
+        try await withTestTimeout(10, "two frames and the end of the stream") { () async throws in
             #expect(try await channel.readFrame() == [42])
             #expect(try await channel.readFrame() == [])
             #expect(try await channel.readFrame() == nil)
@@ -146,7 +147,7 @@ struct TCPEndpointChannelTests {
     func closeFlushesQueuedFrames() async throws {
         let (client, server) = try await makeTCPPair()
         let count = 50
-        try await withTCPTestTimeout(60, "frames then the end of the stream") {
+        try await withTestTimeout(60, "frames then the end of the stream") {
             for index in 0..<count {
                 try await client.writeFrame(tcpTestFrame(index: index, count: 64 * 1024))
             }
@@ -171,10 +172,10 @@ struct TCPEndpointChannelTests {
             }
         }
         try await Task.sleep(for: .milliseconds(200))
-        try await withTCPTestTimeout(30, "close() with a stalled peer") {
+        try await withTestTimeout(30, "close() with a stalled peer") {
             await client.close()
         }
-        let outcome = try await withTCPTestTimeout(30, "the blocked write to end") { await writer.result }
+        let outcome = try await withTestTimeout(30, "the blocked write to end") { await writer.result }
         switch outcome {
         case .success:
             Issue.record("1 GiB cannot have been written to a peer that never reads")
@@ -193,7 +194,7 @@ struct TCPEndpointChannelTests {
             group.addTask { await server.close() }
             group.addTask { await server.close() }
         }
-        let outcome = try await withTCPTestTimeout(10, "the pending read to end") {
+        let outcome = try await withTestTimeout(10, "the pending read to end") {
             await pendingRead.result
         }
         switch outcome {
@@ -206,7 +207,7 @@ struct TCPEndpointChannelTests {
         let writeError = await tcpCaughtError { try await server.writeFrame([1]) }
         #expect((writeError as? NearbyError)?.code == .endpointIoError)
         // The peer sees the end of the stream.
-        #expect(try await withTCPTestTimeout(10, "end of stream at the peer") { try await client.readFrame() } == nil)
+        #expect(try await withTestTimeout(10, "end of stream at the peer") { try await client.readFrame() } == nil)
         await client.close()
         await server.close()
     }
@@ -219,7 +220,7 @@ struct TCPEndpointChannelTests {
         let error = await tcpCaughtError { _ = try await server.readFrame() }
         #expect((error as? NearbyError)?.code == .outOfOrderApiCall)
         try await client.writeFrame([9])
-        #expect(try await withTCPTestTimeout(10, "the first read") { try await firstRead.value } == [9])
+        #expect(try await withTestTimeout(10, "the first read") { try await firstRead.value } == [9])
         await client.close()
         await server.close()
     }
@@ -229,7 +230,7 @@ struct TCPEndpointChannelTests {
         var pair: (client: TCPEndpointChannel, server: TCPEndpointChannel)? = try await makeTCPPair()
         let client = pair!.client
         pair = nil
-        #expect(try await withTCPTestTimeout(10, "end of stream after the peer was dropped") {
+        #expect(try await withTestTimeout(10, "end of stream after the peer was dropped") {
             try await client.readFrame()
         } == nil)
         await client.close()

@@ -1,3 +1,4 @@
+import NearbyTestSupport
 import Foundation
 import NearbyCore
 import NearbyWiFiLAN
@@ -13,7 +14,7 @@ struct TCPListenerConnectorTests {
         let port = listener.port
         await listener.stop()
         let error = await tcpCaughtError {
-            _ = try await withTCPTestTimeout(20, "the refused connection") {
+            _ = try await withTestTimeout(20, "the refused connection") {
                 try await TCPConnector.connect(hosts: ["127.0.0.1"], port: port)
             }
         }
@@ -29,18 +30,18 @@ struct TCPListenerConnectorTests {
         defer { Task { await listener.stop() } }
 
         // 127.0.0.2 is loopback too, but nothing listens there on this port.
-        let client = try await withTCPTestTimeout(20, "the fallback connection") {
+        let client = try await withTestTimeout(20, "the fallback connection") {
             try await TCPConnector.connect(hosts: ["127.0.0.2", "127.0.0.1"], port: listener.port)
         }
         #expect(client.peerDescription == "127.0.0.1:\(listener.port)")
         let server = try await accepted.next()
         try await client.writeFrame([1])
-        #expect(try await withTCPTestTimeout(10, "a frame") { try await server.readFrame() } == [1])
+        #expect(try await withTestTimeout(10, "a frame") { try await server.readFrame() } == [1])
         await client.close()
         await server.close()
 
         let error = await tcpCaughtError {
-            _ = try await withTCPTestTimeout(20, "two refused connections") {
+            _ = try await withTestTimeout(20, "two refused connections") {
                 try await TCPConnector.connect(hosts: ["127.0.0.2", "127.0.0.3"], port: listener.port)
             }
         }
@@ -80,7 +81,7 @@ struct TCPListenerConnectorTests {
         await first.stop()
         await first.stop()
 
-        try await withTCPTestTimeout(10, "frames after the listener stopped") {
+        try await withTestTimeout(10, "frames after the listener stopped") {
             try await client.writeFrame([5])
             #expect(try await server.readFrame() == [5])
             try await server.writeFrame([6])
@@ -128,7 +129,7 @@ struct TCPListenerConnectorTests {
             }
             let server = try await accepted.next()
             try await client.writeFrame(Array(host.utf8))
-            #expect(try await withTCPTestTimeout(10, "a frame") { try await server.readFrame() } == Array(host.utf8))
+            #expect(try await withTestTimeout(10, "a frame") { try await server.readFrame() } == Array(host.utf8))
             await client.close()
             await server.close()
         }

@@ -1,3 +1,4 @@
+import NearbyTestSupport
 import Foundation
 import NearbyWiFiLAN
 import NearbyWire
@@ -7,23 +8,6 @@ import Glibc
 /// Thrown when a TCP or Wi-Fi LAN medium test waited too long; every wait is bounded so that nothing hangs.
 struct TCPTestTimeout: Error, CustomStringConvertible {
     var description: String
-}
-
-/// Runs `operation`, cancelling it and throwing ``TCPTestTimeout`` if it takes longer than `seconds`.
-func withTCPTestTimeout<Value: Sendable>(
-    _ seconds: Double,
-    _ what: String,
-    _ operation: @escaping @Sendable () async throws -> Value
-) async throws -> Value {
-    try await withThrowingTaskGroup(of: Value.self) { group in
-        group.addTask { try await operation() }
-        group.addTask {
-            try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
-            throw TCPTestTimeout(description: "timed out after \(seconds) s waiting for \(what)")
-        }
-        defer { group.cancelAll() }
-        return try await group.next()!
-    }
 }
 
 /// Runs `body` and returns the `NearbyError` it threw; records nothing itself, so callers check the code.
@@ -53,7 +37,7 @@ final class TCPAcceptedChannels: Sendable {
     /// The next accepted channel, waiting at most `seconds`.
     func next(within seconds: Double = 5) async throws -> TCPEndpointChannel {
         let stream = self.stream
-        return try await withTCPTestTimeout(seconds, "an accepted connection") {
+        return try await withTestTimeout(seconds, "an accepted connection") {
             var iterator = stream.makeAsyncIterator()
             guard let channel = await iterator.next() else {
                 throw TCPTestTimeout(description: "accept stream ended")

@@ -1,3 +1,4 @@
+import NearbyTestSupport
 import Foundation
 import NearbyCore
 import NearbyWiFiLAN
@@ -76,73 +77,7 @@ final class WiFiLANMediumFakeDNSSD: DNSServiceDiscovery {
 }
 
 /// Collects a discovery stream in the background so that tests can wait for events with a bound.
-actor WiFiLANMediumDiscoveryRecorder {
-    private(set) var events: [DiscoveryEvent] = []
-    private(set) var endError: (any Error)?
-    private(set) var ended = false
-    private var consumer: Task<Void, Never>?
-
-    /// Starts consuming `stream`.
-    static func start(_ stream: AsyncThrowingStream<DiscoveryEvent, any Error>) async -> WiFiLANMediumDiscoveryRecorder {
-        let recorder = WiFiLANMediumDiscoveryRecorder()
-        await recorder.consume(stream)
-        return recorder
-    }
-
-    private func consume(_ stream: AsyncThrowingStream<DiscoveryEvent, any Error>) {
-        consumer = Task {
-            do {
-                for try await event in stream {
-                    self.append(event)
-                }
-                self.finish(nil)
-            } catch {
-                self.finish(error)
-            }
-        }
-    }
-
-    private func append(_ event: DiscoveryEvent) {
-        events.append(event)
-    }
-
-    private func finish(_ error: (any Error)?) {
-        ended = true
-        endError = error
-    }
-
-    /// Stops consuming (which cancels the browse).
-    func stop() {
-        consumer?.cancel()
-    }
-
-    /// Waits up to `seconds` for an event `match` accepts, and returns it.
-    func waitFor<Value>(
-        within seconds: Double = 15, _ what: String, _ match: (DiscoveryEvent) -> Value?
-    ) async throws -> Value {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while true {
-            if let value = events.lazy.compactMap(match).first {
-                return value
-            }
-            guard ContinuousClock.now < deadline else {
-                throw TCPTestTimeout(description: "timed out after \(seconds) s waiting for \(what); saw \(events)")
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-    }
-
-    /// Waits up to `seconds` for the stream to end.
-    func waitForEnd(within seconds: Double = 10) async throws {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while !ended {
-            guard ContinuousClock.now < deadline else {
-                throw TCPTestTimeout(description: "timed out after \(seconds) s waiting for the discovery stream to end")
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-    }
-}
+typealias WiFiLANMediumDiscoveryRecorder = StreamRecorder<DiscoveryEvent>
 
 /// The `found` endpoint with `endpointID` in `event`, if that is what it is.
 func wifiLANMediumFound(_ endpointID: String) -> (DiscoveryEvent) -> DiscoveredEndpoint? {
@@ -173,7 +108,7 @@ func wifiLANMediumAvahiBrowse(_ serviceType: String, within seconds: Double = 15
     // Read while it runs, so a full pipe cannot block it.
     let reader = Task.detached { output.fileHandleForReading.readDataToEndOfFile() }
     do {
-        try await withTCPTestTimeout(seconds, "avahi-browse to exit") {
+        try await withTestTimeout(seconds, "avahi-browse to exit") {
             for await _ in terminations {}
         }
     } catch {

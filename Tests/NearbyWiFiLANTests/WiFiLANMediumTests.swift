@@ -1,3 +1,4 @@
+import NearbyTestSupport
 import Foundation
 import NearbyCore
 import NearbyWiFiLAN
@@ -77,11 +78,11 @@ struct WiFiLANMediumTests {
         #expect(problem.message.contains("connections by address still work"))
 
         let port = try #require(session.port)
-        let client = try await withTCPTestTimeout(20, "a connection by address") {
+        let client = try await withTestTimeout(20, "a connection by address") {
             try await medium.connect(to: .tcp(hosts: ["127.0.0.1"], port: port))
         }
         let server = try await incoming.next()
-        try await withTCPTestTimeout(10, "frames both ways") {
+        try await withTestTimeout(10, "frames both ways") {
             try await client.writeFrame([1, 2])
             #expect(try await server.readFrame() == [1, 2])
             try await server.writeFrame([3])
@@ -187,7 +188,7 @@ struct WiFiLANMediumAvahiTests {
         let advertiser = WiFiLANMedium()
         let discoverer = WiFiLANMedium()
         let incoming = TCPAcceptedChannels()
-        let session = try await withTCPTestTimeout(30, "advertising to start") { [endpointInfo] in
+        let session = try await withTestTimeout(30, "advertising to start") { [endpointInfo] in
             try await advertiser.startAdvertising(
                 AdvertisingRequest(serviceID: serviceID, endpointID: "ADV1", endpointInfo: endpointInfo, pcp: .p2pPointToPoint),
                 onIncoming: { channel in incoming.continuation.yield(channel as! TCPEndpointChannel) }
@@ -209,11 +210,11 @@ struct WiFiLANMediumAvahiTests {
         #expect(port == session.port)
         #expect(hosts.contains("127.0.0.1"))
 
-        let client = try await withTCPTestTimeout(20, "a connection through the discovered route") {
+        let client = try await withTestTimeout(20, "a connection through the discovered route") {
             try await discoverer.connect(to: endpoint.route)
         }
         let server = try await incoming.next()
-        try await withTCPTestTimeout(20, "frames both ways") {
+        try await withTestTimeout(20, "frames both ways") {
             try await client.writeFrame(Array("hello advertiser".utf8))
             #expect(try await server.readFrame() == Array("hello advertiser".utf8))
             try await server.writeFrame(Array("hello discoverer".utf8))
@@ -233,7 +234,7 @@ struct WiFiLANMediumAvahiTests {
     func avahiBrowseSeesService() async throws {
         let serviceID = wifiLANMediumUniqueServiceID()
         let medium = WiFiLANMedium()
-        let session = try await withTCPTestTimeout(30, "advertising to start") { [endpointInfo] in
+        let session = try await withTestTimeout(30, "advertising to start") { [endpointInfo] in
             try await medium.startAdvertising(
                 AdvertisingRequest(serviceID: serviceID, endpointID: "AVB2", endpointInfo: endpointInfo, pcp: .p2pStar),
                 onIncoming: { _ in }
@@ -258,7 +259,7 @@ struct WiFiLANMediumAvahiTests {
     func stopReportsLost() async throws {
         let serviceID = wifiLANMediumUniqueServiceID()
         let advertiser = WiFiLANMedium()
-        let session = try await withTCPTestTimeout(30, "advertising to start") { [endpointInfo] in
+        let session = try await withTestTimeout(30, "advertising to start") { [endpointInfo] in
             try await advertiser.startAdvertising(
                 AdvertisingRequest(serviceID: serviceID, endpointID: "LOST", endpointInfo: endpointInfo, pcp: .p2pCluster),
                 onIncoming: { _ in }

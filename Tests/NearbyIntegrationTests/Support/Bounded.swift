@@ -1,20 +1,5 @@
 import Foundation
 
-/// Runs `operation`, cancelling it and throwing if it takes longer than `seconds`: nothing in these tests may hang.
-func withTimeout<Value: Sendable>(
-    _ seconds: Double, _ what: String, _ operation: @escaping @Sendable () async throws -> Value
-) async throws -> Value {
-    try await withThrowingTaskGroup(of: Value.self) { group in
-        group.addTask { try await operation() }
-        group.addTask {
-            try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
-            throw IntegrationFailure("timed out after \(seconds) s: \(what)")
-        }
-        defer { group.cancelAll() }
-        return try await group.next()!
-    }
-}
-
 /// Polls `probe` every 20 ms until it returns a value; throws after `seconds` (a bound, never a timing assertion).
 func eventually<Value>(
     _ seconds: Double, _ what: @autoclosure () -> String, _ probe: () throws -> Value?

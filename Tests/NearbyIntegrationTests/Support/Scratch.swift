@@ -1,3 +1,4 @@
+import NearbyTestSupport
 import Foundation
 import NearbyConnections
 import Synchronization
@@ -84,7 +85,7 @@ func withScratch(
 ) async throws {
     let scratch = try Scratch()
     do {
-        try await withTimeout(seconds, what) { try await body(scratch) }
+        try await withTestTimeout(seconds, what) { try await body(scratch) }
     } catch {
         await scratch.tearDown()
         throw error
