@@ -8,7 +8,6 @@ import Testing
 /// Collects an engine's events and waits for the ones a test needs.
 actor EventLog {
     private(set) var events: [EngineEvent] = []
-    private var waiters: [(predicate: @Sendable (EngineEvent) -> Bool, continuation: CheckedContinuation<EngineEvent, any Error>)] = []
 
     init(_ engine: NearbyEngine) {
         Task { for await event in engine.events { await self.append(event) } }
@@ -16,33 +15,17 @@ actor EventLog {
 
     private func append(_ event: EngineEvent) {
         events.append(event)
-        waiters.removeAll { waiter in
-            if waiter.predicate(event) {
-                waiter.continuation.resume(returning: event)
-                return true
-            }
-            return false
-        }
     }
 
-    /// The first event (already seen or coming) that matches, within `timeout`.
+    /// The first event (already seen or coming) that matches, polled until `timeout` passes.
     func wait(timeout: Duration = .seconds(10), _ predicate: @escaping @Sendable (EngineEvent) -> Bool) async throws -> EngineEvent {
-        if let event = events.first(where: predicate) { return event }
-        return try await withThrowingTaskGroup(of: EngineEvent.self) { group in
-            group.addTask { try await self.register(predicate) }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                throw NearbyError(.timeout, "event not seen within \(timeout)")
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let event = events.first(where: predicate) { return event }
+            guard ContinuousClock.now < deadline else {
+                throw NearbyError(.timeout, "event not seen within \(timeout); saw \(events.count) events")
             }
-            let event = try await group.next()!
-            group.cancelAll()
-            return event
-        }
-    }
-
-    private func register(_ predicate: @escaping @Sendable (EngineEvent) -> Bool) async throws -> EngineEvent {
-        try await withCheckedThrowingContinuation { continuation in
-            waiters.append((predicate, continuation))
+            try await Task.sleep(for: .milliseconds(10))
         }
     }
 

@@ -120,7 +120,10 @@ final class CLIProcess: Sendable {
         let deadline = Date().addingTimeInterval(5)
         while process.isRunning && Date() < deadline { usleep(20_000) }
         if process.isRunning { kill(pid, SIGKILL) }
-        process.waitUntilExit()
+        // Bounded: Foundation's Process can miss an exit on Linux, and an unbounded waitUntilExit() would then
+        // block this thread (and the test run) for ever.
+        let reapDeadline = Date().addingTimeInterval(5)
+        while process.isRunning && Date() < reapDeadline { usleep(20_000) }
     }
 
     /// What the process said: its command line, other stdout lines, the last events and the end of stderr.
