@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "NearbyWiFiLAN", targets: ["NearbyWiFiLAN"]),
         .library(name: "NearbyConnections", targets: ["NearbyConnections"]),
         .executable(name: "nearby", targets: ["nearby"]),
+        .executable(name: "nearby-bench", targets: ["nearby-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -91,6 +92,23 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The `nearby-bench` benchmark executable.
+        .executableTarget(
+            name: "nearby-bench",
+            dependencies: [
+                "NearbyConnections",
+                "NearbyCore",
+                "NearbyWire",
+                "NearbySecurity",
+                "NearbyWiFiLAN",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         // Helpers shared by the test targets (seeded randomness, byte mutation, error expectations).
