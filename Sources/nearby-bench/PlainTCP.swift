@@ -54,7 +54,7 @@ enum PlainTCP {
         switch mode {
         case UInt8(ascii: "P"):
             var byte: UInt8 = 0
-            while readFully(fd, &byte, 1), writeFully(fd, &byte, 1) {}
+            while readFully(fd, &byte, 1), writeAll(fd, &byte, 1) {}
         case UInt8(ascii: "F"), UInt8(ascii: "B"):
             var header = [UInt8](repeating: 0, count: 8)
             guard readFully(fd, &header, 8) else { return }
@@ -74,7 +74,7 @@ enum PlainTCP {
                 unlink(path)
             }
             var ack: UInt8 = 1
-            _ = writeFully(fd, &ack, 1)
+            _ = writeAll(fd, &ack, 1)
         default:
             return
         }
@@ -108,7 +108,7 @@ enum PlainTCP {
         let fd = try connectTo(port: port)
         defer { close(fd) }
         var header: [UInt8] = [mode.asciiValue!] + (0..<8).map { UInt8(truncatingIfNeeded: total >> (8 * (7 - $0))) }
-        guard writeFully(fd, &header, header.count) else { throw BenchFailure("plain tcp: write failed") }
+        guard writeAll(fd, &header, header.count) else { throw BenchFailure("plain tcp: write failed") }
         let source = file.map { open($0, O_RDONLY) } ?? -1
         defer { if source >= 0 { close(source) } }
         var buffer = [UInt8](repeating: 0x5A, count: chunk)
@@ -119,7 +119,7 @@ enum PlainTCP {
                 count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress!, count) }
                 guard count > 0 else { throw BenchFailure("plain tcp: source file too short") }
             }
-            guard writeFully(fd, &buffer, count) else { throw BenchFailure("plain tcp: write failed") }
+            guard writeAll(fd, &buffer, count) else { throw BenchFailure("plain tcp: write failed") }
             remaining -= count
         }
         var ack: UInt8 = 0
@@ -133,7 +133,7 @@ enum PlainTCP {
         let fd = try connectTo(port: port)
         defer { close(fd) }
         var bytes: [UInt8] = [UInt8(ascii: "P"), 7]
-        guard writeFully(fd, &bytes, 2) else { throw BenchFailure("ping: write failed") }
+        guard writeAll(fd, &bytes, 2) else { throw BenchFailure("ping: write failed") }
         var reply: UInt8 = 0
         guard readFully(fd, &reply, 1) else { throw BenchFailure("ping: no reply") }
         return now() - start
@@ -150,10 +150,6 @@ enum PlainTCP {
             offset += n
         }
         return true
-    }
-
-    static func writeFully(_ fd: Int32, _ pointer: UnsafeRawPointer, _ count: Int) -> Bool {
-        writeAll(fd, pointer, count)
     }
 
     static func writeAll(_ fd: Int32, _ pointer: UnsafeRawPointer, _ count: Int) -> Bool {
