@@ -117,11 +117,9 @@ struct Benchmarks {
                 if index > 0, index % 100 == 0 { warn("connect latency: \(index) of \(sizes.connections)") }
                 do {
                     let elapsed = try await bounded(60, "connection \(index)") {
-                        let start = now()
-                        let (manager, tracker, endpoint) = try await Benchmarks.connect(to: port)
-                        let elapsed = (now() - start) * 1000
+                        let (manager, tracker, endpoint, seconds) = try await Benchmarks.timedConnect(to: port)
                         await closeQuietly(manager, tracker, endpoint: endpoint)
-                        return elapsed
+                        return seconds * 1000
                     }
                     stack.append(elapsed)
                 } catch {
@@ -148,12 +146,20 @@ struct Benchmarks {
 
     /// A new manager connected by address to the receiver, both sides accepted.
     static func connect(to port: Int) async throws -> (ConnectionManager, Tracker, EndpointID) {
+        let (manager, tracker, endpoint, _) = try await timedConnect(to: port)
+        return (manager, tracker, endpoint)
+    }
+
+    /// ``connect(to:)``, also returning the seconds from the connection request to this side's `connected`
+    /// (creating the manager and subscribing to its events are set-up, not part of the connection).
+    static func timedConnect(to port: Int) async throws -> (ConnectionManager, Tracker, EndpointID, Double) {
         let manager = ConnectionManager(
             serviceID: "nearby-bench", strategy: .cluster,
             options: ConnectionOptions(logger: quietLogger()))
         let tracker = Tracker(manager: manager)
         await tracker.start()
         let endpoint: EndpointID
+        let start = now()
         do {
             endpoint = try await bounded(30, "requestConnection(toAddress:)") {
                 try await manager.requestConnection(toAddress: "127.0.0.1", port: port, using: Data("bench-sender".utf8))
@@ -166,7 +172,7 @@ struct Benchmarks {
             await closeQuietly(manager, tracker, endpoint: endpoint)
             throw BenchFailure("no connection to 127.0.0.1:\(port) within 30 s")
         }
-        return (manager, tracker, endpoint)
+        return (manager, tracker, endpoint, now() - start)
     }
 
     func makeFile(at url: URL, size: Int) throws {

@@ -92,6 +92,36 @@ struct ConnectionStateMachineTests {
         #expect(pair.client.isClosed && pair.server.isClosed)
     }
 
+    @Test("A peer that leaves after a refusal ends the connection as rejected, not failed", arguments: [true, false])
+    func leaveAfterRefusal(localRefused: Bool) throws {
+        var pair = MachinePair()
+        try pair.run(clientActions: pair.client.start())
+        if localRefused {
+            _ = pair.server.decide(accept: false)
+        } else {
+            let response = OfflineFrames.serialize(OfflineFrames.connectionResponse(accept: false))
+            #expect(pair.server.receive(response).isEmpty, "the local decision is still pending")
+        }
+        let actions = pair.server.peerGone()
+        guard case .rejected(let byPeer) = actions.first else {
+            Issue.record("expected rejected, got \(actions)")
+            return
+        }
+        #expect(byPeer == !localRefused)
+        #expect(pair.server.isClosed)
+    }
+
+    @Test("A peer that leaves before any decision ends as a disconnection")
+    func leaveBeforeDecisions() throws {
+        var pair = MachinePair()
+        try pair.run(clientActions: pair.client.start())
+        let actions = pair.server.peerGone()
+        guard case .peerDisconnected = actions.first else {
+            Issue.record("expected peerDisconnected, got \(actions)")
+            return
+        }
+    }
+
     @Test("Keep-alives are answered with the same sequence number, before and after encryption")
     func keepAlive() throws {
         var pair = MachinePair()

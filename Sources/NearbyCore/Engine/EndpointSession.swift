@@ -48,6 +48,8 @@ public actor EndpointSession {
     private var endpointIDValue: String?
     private var info: ConnectionInfo?
     private var wasConnected = false
+    /// Set once the state machine decided the connection is rejected (by the peer when `true`).
+    private var pendingRejection: Bool?
     private var keepAlive: KeepAliveSettings
     private var keepAliveSequence: UInt32 = 0
     private var lastRead = ContinuousClock.now
@@ -116,6 +118,10 @@ public actor EndpointSession {
         while !ended {
             do {
                 guard let body = try await channel.readFrame() else {
+                    if machine.isAwaitingDecisions {
+                        let actions = machine.peerGone()
+                        if case .rejected = actions.first { await perform(actions) }
+                    }
                     await end(NearbyError(.endpointIoError, "the peer closed the connection"))
                     break
                 }
@@ -201,6 +207,9 @@ public actor EndpointSession {
     }
 
     private func perform(_ actions: [ConnectionStateMachine.Action]) async {
+        // A rejection is the outcome even if the channel ends while the response is still being written (the
+        // peer may read it and hang up before this loop gets to `.rejected`).
+        for case .rejected(let byPeer) in actions { pendingRejection = byPeer }
         for action in actions where !ended {
             switch action {
             case .sendRaw(let bytes):
@@ -455,6 +464,9 @@ public actor EndpointSession {
         if report {
             if wasConnected {
                 onEvent(.disconnected(endpointID: endpoint, error: error))
+            } else if let byPeer = pendingRejection {
+                logger.info("connection rejected", metadata: ["by_peer": "\(byPeer)"])
+                onEvent(.rejected(endpointID: endpoint, byPeer: byPeer))
             } else {
                 onEvent(.connectionFailed(
                     endpointID: endpointIDValue, error: error ?? NearbyError(.endpointIoError, "the connection closed")))
@@ -471,12 +483,15 @@ public actor EndpointSession {
             stream.fail(error ?? NearbyError(.endpointIoError, "the connection closed"))
         }
         streams.removeAll()
-        writer.finish()
+        let writer = self.writer
         let writerTask = self.writerTask
         let channel = self.channel
         let onEnd = self.onEnd
         closeTask = Task {
-            _ = await writerTask?.value
+            if let writerTask {
+                await writer.finishAfterQueued()
+                _ = await writerTask.value
+            }
             if closeDelay > .zero { try? await Task.sleep(for: closeDelay) }
             await channel.close()
             onEnd(self)

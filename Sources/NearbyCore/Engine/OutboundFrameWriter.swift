@@ -16,6 +16,8 @@ final class OutboundFrameWriter: Sendable {
         case plain([UInt8])
         /// A frame to encrypt with the channel's D2D context, then write.
         case sealed(ProtoOfflineFrame)
+        /// The end: frames queued before it are written, frames after it are dropped.
+        case end
     }
 
     private let channel: any EndpointChannel
@@ -35,13 +37,20 @@ final class OutboundFrameWriter: Sendable {
     /// Runs until ``finish()``; returns the first write error, if any (later frames are then refused).
     func run() async -> (any Error)? {
         var failure: (any Error)?
+        var ended = false
         for await item in queue {
-            if failure != nil {
+            if case .end = item {
+                ended = true
+                queue.finish()
+            }
+            if failure != nil || ended {
                 continue
             }
             do {
                 let bytes: [UInt8]
                 switch item {
+                case .end:
+                    continue
                 case .plain(let raw):
                     bytes = raw
                 case .sealed(let frame):
@@ -66,8 +75,10 @@ final class OutboundFrameWriter: Sendable {
         await queue.send(item)
     }
 
-    /// Stops the writer after the frames already queued.
-    func finish() {
-        queue.finish()
+    /// Stops the writer after the frames already queued, also those whose ``enqueue(_:)`` is still waiting for
+    /// the writer (a response being sent while the connection ends must still go out); later frames are dropped.
+    /// Returns once the writer has taken the end marker.
+    func finishAfterQueued() async {
+        await queue.send(.end)
     }
 }

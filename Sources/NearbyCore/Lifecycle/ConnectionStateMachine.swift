@@ -206,6 +206,19 @@ public struct ConnectionStateMachine: Sendable {
         return actions
     }
 
+    /// The peer went away (a DISCONNECTION frame or the end of the stream). A connection that either side had
+    /// already refused ends as rejected, not as a failure; anything else ends as a disconnection.
+    public mutating func peerGone() -> [Action] {
+        guard case .awaitingDecisions(let pending) = state else {
+            state = .closed
+            return [.peerDisconnected]
+        }
+        state = .closed
+        if pending.localAccepted == false { return [.rejected(byPeer: false)] }
+        if pending.peerAccepted == false { return [.rejected(byPeer: true)] }
+        return [.peerDisconnected]
+    }
+
     /// Marks the connection as over (local disconnect, I/O error, timeout); later input is ignored.
     public mutating func close() {
         state = .closed
@@ -275,8 +288,7 @@ public struct ConnectionStateMachine: Sendable {
         case .keepAlive(let keepAlive):
             return keepAlive.ack ? [] : [.sendFrame(OfflineFrames.keepAlive(ack: true, sequenceNumber: keepAlive.seqNum))]
         case .disconnection:
-            state = .closed
-            return [.peerDisconnected]
+            return peerGone()
         default:
             // Frames from an endpoint that is not connected yet are dropped.
             return []

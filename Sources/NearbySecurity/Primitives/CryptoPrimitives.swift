@@ -59,6 +59,32 @@ public enum CryptoPrimitives {
         }
     }
 
+    /// AES-256-CBC encryption with PKCS#7 padding, returning the ciphertext as `Data` (no extra copy).
+    static func aesCBCEncryptData(key: SymmetricKey, iv: [UInt8], plaintext: some DataProtocol)
+        throws(NearbyError) -> Data
+    {
+        do {
+            return try AES._CBC.encrypt(plaintext, using: key, iv: try AES._CBC.IV(ivBytes: iv))
+        } catch {
+            throw NearbyError(.invalidArgument, "AES-CBC encryption failed", cause: error)
+        }
+    }
+
+    /// AES-256-CBC decryption removing PKCS#7 padding, returning the plaintext as `Data` (no extra copy).
+    /// - Throws: ``NearbyError/Code-swift.struct/authenticationFailed`` when the IV, ciphertext or padding is invalid.
+    static func aesCBCDecryptData(key: SymmetricKey, iv: [UInt8], ciphertext: some DataProtocol)
+        throws(NearbyError) -> Data
+    {
+        guard iv.count == 16 else {
+            throw NearbyError(.authenticationFailed, "AES-CBC IV is \(iv.count) bytes, not 16")
+        }
+        do {
+            return try AES._CBC.decrypt(ciphertext, using: key, iv: try AES._CBC.IV(ivBytes: iv))
+        } catch {
+            throw NearbyError(.authenticationFailed, "AES-CBC decryption failed", cause: error)
+        }
+    }
+
     /// Compares two byte strings in time that depends only on their lengths.
     public static func constantTimeEquals(_ lhs: some Collection<UInt8>, _ rhs: some Collection<UInt8>) -> Bool {
         guard lhs.count == rhs.count else { return false }
