@@ -27,6 +27,9 @@ public actor EndpointSession {
         public var rejectedCloseDelay: Duration = .seconds(2)
         /// How long we wait after saying goodbye before closing.
         public var disconnectDelay: Duration = .milliseconds(500)
+        /// How long frames already queued may take to reach the socket when the connection ends, before the
+        /// channel is closed under them.
+        public var drainBeforeClose: Duration = .seconds(5)
 
         /// The protocol's defaults.
         public init() {}
@@ -344,8 +347,9 @@ public actor EndpointSession {
             lastModifiedMillis: fileName != nil ? Int64(Date().timeIntervalSince1970 * 1000) : nil)
         var offset: Int64 = 0
         var index: Int32 = 0
+        var check = await outgoingCheck(id)
         while true {
-            switch await outgoingCheck(id) {
+            switch check {
             case .proceed:
                 break
             case .stop(let status, let notifyPeer):
@@ -375,11 +379,20 @@ public actor EndpointSession {
                 await finishOutgoing(id, kind: kind, status: delivered ? .success : .failure, bytes: offset, total: totalSize)
                 return
             }
-            await enqueueFrame(OfflineFrames.payloadData(header: header, offset: offset, body: chunk, index: index, isLast: false))
+            let frame = OfflineFrames.payloadData(header: header, offset: offset, body: chunk, index: index, isLast: false)
             offset += Int64(chunk.count)
             index += 1
-            await reportOutgoing(id, kind: kind, bytes: offset, total: totalSize)
+            check = await sendChunk(frame, id: id, kind: kind, bytes: offset, total: totalSize)
         }
+    }
+
+    /// Queues one data chunk, reports the progress and says whether to go on: one hop onto the actor per chunk.
+    private func sendChunk(_ frame: ProtoOfflineFrame, id: PayloadID, kind: PayloadKind, bytes: Int64, total: Int64) async
+        -> OutgoingCheck
+    {
+        await enqueueFrame(frame)
+        reportOutgoing(id, kind: kind, bytes: bytes, total: total)
+        return outgoingCheck(id)
     }
 
     private enum OutgoingCheck {
@@ -487,10 +500,18 @@ public actor EndpointSession {
         let writerTask = self.writerTask
         let channel = self.channel
         let onEnd = self.onEnd
+        let drainTimeout = timeouts.drainBeforeClose
         closeTask = Task {
             if let writerTask {
+                // A peer that stopped reading must not keep the socket open forever: after the bound, closing the
+                // channel fails the write that is stuck, and the writer then reaches its end marker.
+                let cutoff = Task {
+                    try? await Task.sleep(for: drainTimeout)
+                    if !Task.isCancelled { await channel.close() }
+                }
                 await writer.finishAfterQueued()
                 _ = await writerTask.value
+                cutoff.cancel()
             }
             if closeDelay > .zero { try? await Task.sleep(for: closeDelay) }
             await channel.close()

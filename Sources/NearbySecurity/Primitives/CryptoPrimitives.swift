@@ -97,7 +97,14 @@ public enum CryptoPrimitives {
 
     /// `count` bytes from the system's cryptographically secure generator.
     public static func randomBytes(_ count: Int) -> [UInt8] {
+        // Eight bytes per draw: each draw of the system generator is a getrandom(2) call.
         var generator = SystemRandomNumberGenerator()
-        return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count + 7)
+        while bytes.count < count {
+            withUnsafeBytes(of: generator.next() as UInt64) { bytes.append(contentsOf: $0) }
+        }
+        bytes.removeLast(bytes.count - count)
+        return bytes
     }
 }
