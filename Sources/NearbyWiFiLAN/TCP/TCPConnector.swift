@@ -82,10 +82,18 @@ public enum TCPConnector {
     ) async throws -> TCPEndpointChannel {
         let timeAmount = TimeAmount.nanoseconds(
             timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
-        return try await ClientBootstrap(group: group)
+        let bootstrap = ClientBootstrap(group: group)
             .connectTimeout(timeAmount)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .connect(host: host, port: port)
+        // An address literal (what DNS-SD resolution and `--address` give) skips the resolver and its thread hops;
+        // names, and IPv6 literals with a zone, go through it.
+        let connected: EventLoopFuture<any Channel>
+        if let address = try? SocketAddress(ipAddress: host, port: port) {
+            connected = bootstrap.connect(to: address)
+        } else {
+            connected = bootstrap.connect(host: host, port: port)
+        }
+        return try await connected
             .flatMapThrowing { channel in
                 do {
                     return try TCPEndpointChannel.wrapSynchronously(channel, medium: medium, logger: logger)
