@@ -1,0 +1,99 @@
+import Foundation
+import NearbyTestSupport
+import NearbyWire
+import Testing
+
+@testable import NearbyMessages
+
+/// Publishers and subscribers (separate managers, so separate endpoints) over real Wi-Fi LAN: Avahi and TCP inside
+/// the private network namespace of scripts/with-test-network.sh.
+@Suite(
+    "Nearby Messages over Wi-Fi LAN", .serialized,
+    .enabled(if: inTestNetwork, "needs scripts/with-test-network.sh (private avahi-daemon)"))
+struct WiFiLANMessagesTests {
+    static let wifiOnly = MessageStrategy(mediums: .wifiLAN)
+
+    static func serviceID(_ tag: String) -> String { "msg-\(tag)-\(UUID().uuidString.prefix(8))" }
+
+    @Test("publish → found with content, namespace and type; unpublish → lost")
+    func publishFoundThenLost() async throws {
+        try await withTestTimeout(90, "publish/subscribe found and lost") {
+            let service = Self.serviceID("basic")
+            let publisher = try testManager(service)
+            let subscriber = try testManager(service)
+            let subscription = try await subscriber.subscribe(options: SubscribeOptions(strategy: Self.wifiOnly))
+            let collector = EventCollector()
+            let collecting = collector.collect(subscription)
+            defer { collecting.cancel() }
+            let message = Message(text: "hello nearby", namespace: "greetings", type: "text")
+            let publication = try await publisher.publish(message, options: PublishOptions(strategy: Self.wifiOnly))
+            #expect(await eventually(60) { collector.found { $0 == message } }, "\(collector.events)")
+            let found = try #require(collector.events.first { $0.kind == .found })
+            #expect(found.message.text == "hello nearby")
+            #expect(found.message.namespace == "greetings")
+            #expect(found.message.type == "text")
+            await publication.cancel()
+            #expect(await eventually(60) { collector.lost { $0 == message } }, "\(collector.events)")
+            #expect(collector.events.filter { $0.kind == .found }.count == 1)
+            await subscription.cancel()
+        }
+    }
+
+    @Test("a filter excludes other namespaces and types; identical publications are found once")
+    func filterAndDuplicates() async throws {
+        try await withTestTimeout(90, "filtered subscription") {
+            let service = Self.serviceID("filter")
+            let publisher = try testManager(service)
+            let subscriber = try testManager(service)
+            let filter = try MessageFilter.namespacedType("wanted", "a")
+            let subscription = try await subscriber.subscribe(options: SubscribeOptions(strategy: Self.wifiOnly, filter: filter))
+            let collector = EventCollector()
+            let collecting = collector.collect(subscription)
+            defer { collecting.cancel() }
+            let wanted = Message(text: "yes", namespace: "wanted", type: "a")
+            let options = PublishOptions(strategy: Self.wifiOnly)
+            let publications = [
+                try await publisher.publish(Message(text: "no-ns", namespace: "other", type: "a"), options: options),
+                try await publisher.publish(Message(text: "no-type", namespace: "wanted", type: "b"), options: options),
+                try await publisher.publish(wanted, options: options),
+                try await publisher.publish(wanted, options: options),
+            ]
+            #expect(await eventually(60) { collector.found { $0 == wanted } })
+            // Give the other three advertisements time to be seen too, then check nothing else came through.
+            try await Task.sleep(for: .seconds(3))
+            #expect(collector.events.allSatisfy { $0.message == wanted }, "\(collector.events)")
+            #expect(collector.events.filter { $0.kind == .found }.count == 1, "\(collector.events)")
+            await publications[2].cancel()
+            try await Task.sleep(for: .seconds(3))
+            #expect(!collector.lost { _ in true }, "lost while a duplicate is still published: \(collector.events)")
+            await publications[3].cancel()
+            #expect(await eventually(60) { collector.lost { $0 == wanted } })
+            for publication in publications { await publication.cancel() }
+            await subscription.cancel()
+        }
+    }
+
+    @Test("a 50 KB message is fetched through a connection")
+    func largeMessage() async throws {
+        try await withTestTimeout(120, "large message") {
+            let service = Self.serviceID("large")
+            let publisher = try testManager(service)
+            let subscriber = try testManager(service)
+            var generator = SystemRandomNumberGenerator()
+            let content = Data((0..<50_000).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            let message = Message(content: content, namespace: "files", type: "blob")
+            let subscription = try await subscriber.subscribe(options: SubscribeOptions(strategy: Self.wifiOnly))
+            let collector = EventCollector()
+            let collecting = collector.collect(subscription)
+            defer { collecting.cancel() }
+            let publication = try await publisher.publish(message, options: PublishOptions(strategy: Self.wifiOnly))
+            #expect(await eventually(90) { collector.found { _ in true } }, "\(collector.events)")
+            let found = try #require(collector.events.first { $0.kind == .found })
+            #expect(found.message.content.count == 50_000)
+            #expect(found.message == message)
+            await publication.cancel()
+            #expect(await eventually(60) { collector.lost { $0 == message } })
+            await subscription.cancel()
+        }
+    }
+}
