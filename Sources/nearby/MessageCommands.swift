@@ -193,6 +193,9 @@ struct BeaconsCommand: AsyncParsableCommand {
     @Option(name: .customLong("lost-after"), help: "Seconds a beacon may go unseen before it is lost (default 10).")
     var lostAfter: Double = 10
 
+    @Option(help: "Decode advertising reports from this file instead of a controller: one 'ADDRESS RSSI HEX' per line.")
+    var replay: String?
+
     @Flag(name: .customLong("no-ibeacons"), help: "Only Eddystone beacons.")
     var noIBeacons = false
 
@@ -203,9 +206,61 @@ struct BeaconsCommand: AsyncParsableCommand {
     var verbose = false
 
     func run() async throws {
-        // No BLE scanner exists in this build yet: the decoding pipeline (BeaconDecoder, BeaconTracker,
-        // AdvertisingReportSource) is ready for one.
-        throw CLIFailure("BLE scanning not available: this build has no BLE scanner for --hci \(hci ?? "(none)")")
+        if let replay {
+            return try await scan(ReplayReportSource(try ReplayReportSource.parse(fileAt: replay)))
+        }
+        guard let source = try Self.makeScanner(hci: hci) else {
+            throw CLIFailure("BLE scanning not available: this build has no BLE scanner for --hci \(hci ?? "(none)")")
+        }
+        try await scan(source)
+    }
+
+    /// The BLE scanner for `--hci`. None exists in this build yet; when the BLE medium provides one that conforms to
+    /// `AdvertisingReportSource`, return it here and the rest of the command works as is.
+    static func makeScanner(hci: String?) throws -> (any AdvertisingReportSource)? {
+        nil
+    }
+
+    /// Subscribes to beacons from `source` and prints `beacon_found` / `beacon_lost` until the timeout or a signal.
+    func scan(_ source: any AdvertisingReportSource) async throws {
+        let output = EventOutput(json: json)
+        let sink = ProblemSink()
+        var logger = Logger(label: "nearby") { label in StreamLogHandler.standardError(label: label) }
+        logger.logLevel = verbose ? .debug : .warning
+        let manager = MessageManager(
+            serviceID: "beacons", debugLogging: verbose, logger: logger,
+            permissionRequest: { @Sendable () async -> ConsentDecision in .grantForThisRun }, beaconSource: source,
+            onBluetoothProblem: { sink.report($0, fatal: true) })
+        let strategy = BeaconStrategy(includeIBeacons: !noIBeacons, lostAfter: .milliseconds(Int(lostAfter * 1000)))
+        let subscription = try await manager.subscribe(
+            options: SubscribeOptions(beaconStrategy: strategy, deviceTypes: .bleBeacons, ttl: nil))
+        let events = subscription.events
+        let printing = Task {
+            for await event in events where event.beacon != nil {
+                let name = event.kind == .found ? "beacon_found" : "beacon_lost"
+                var object = Self.fields(event)
+                object["event"] = name
+                if json {
+                    FileHandle.standardOutput.write(Data((EventOutput.encode(object) + "\n").utf8))
+                } else {
+                    output.event(name, [:], human: "\(event.kind): \(event.beacon?.frame.kind ?? "") \(event.beacon?.address ?? "")")
+                }
+            }
+        }
+        let timeout = self.timeout
+        let failure = await firstOf(
+            { await sink.first().map { CLIFailure("BLE scanning failed: \($0.message)") } },
+            {
+                if let timeout {
+                    try? await Task.sleep(for: .milliseconds(Int(timeout * 1000)))
+                } else {
+                    _ = await Signals.waitForTermination()
+                }
+                return nil
+            })
+        await subscription.cancel()
+        printing.cancel()
+        if let failure { throw failure }
     }
 
     /// The contract's fields of a beacon event.
@@ -234,6 +289,35 @@ struct BeaconsCommand: AsyncParsableCommand {
             fields["reserved"] = Int(reserved)
         }
         return fields
+    }
+}
+
+/// Advertising reports read from a file (`ADDRESS RSSI HEX` per line, `#` comments), yielded once each; the stream
+/// then stays open so that beacons are lost after their unseen time.
+struct ReplayReportSource: AdvertisingReportSource {
+    let reports: [AdvertisingReport]
+
+    init(_ reports: [AdvertisingReport]) { self.reports = reports }
+
+    static func parse(fileAt path: String) throws -> [AdvertisingReport] {
+        let text: String
+        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch { throw CLIFailure("cannot read \(path): \(error.localizedDescription)") }
+        var reports: [AdvertisingReport] = []
+        for (number, line) in text.split(separator: "\n").enumerated() {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard !fields.isEmpty, !fields[0].hasPrefix("#") else { continue }
+            guard fields.count == 3, let rssi = Int(fields[1]), let data = try? Hex.decode(String(fields[2])) else {
+                throw CLIFailure("\(path):\(number + 1): expected 'ADDRESS RSSI HEX'")
+            }
+            reports.append(AdvertisingReport(address: String(fields[0]), rssi: rssi, data: data))
+        }
+        return reports
+    }
+
+    func advertisingReports(_ settings: BeaconScanSettings) -> AsyncThrowingStream<AdvertisingReport, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<AdvertisingReport, any Error>.makeStream()
+        for report in reports { continuation.yield(report) }
+        return stream
     }
 }
 

@@ -97,6 +97,44 @@ extension WiFiLANIntegration {
             }
         }
 
+        @Test("nearby beacons --replay: found with every field, RSSI and distance; lost after the unseen time")
+        func beaconsReplay() async throws {
+            try await withScratch(timeout: 60, "CLI beacons replay") { scratch in
+                let file = scratch.root.appendingPathComponent("reports.txt")
+                try """
+                    # address rssi advertising-data
+                    AA:AA:AA:AA:AA:01 -59 0201060303AAFE1716AAFE00EE00112233445566778899AABBCCDDEEFF0000
+                    AA:AA:AA:AA:AA:02 -65 0201061AFF4C000215011223344556677889 9AABBCCDDEEFF000010002C5
+                    AA:AA:AA:AA:AA:01 -60 0201060303AAFE1116AAFE20000BB8FF800000010000002710
+                    AA:AA:AA:AA:AA:03 -70 0201060303AAFE0E16AAFE10EB036578616D706C6500
+                    """.replacingOccurrences(of: "889 9AA", with: "8899AA").write(to: file, atomically: true, encoding: .utf8)
+                let beacons = try scratch.launchCLI("beacons", [
+                    "beacons", "--replay", file.path, "--lost-after", "1", "--timeout", "6", "--json",
+                ])
+                let uid = try await beacons.waitForEvent("beacon_found") { $0.string("kind") == "eddystone-uid" }
+                #expect(uid.string("namespace") == "00112233445566778899")
+                #expect(uid.string("instance") == "aabbccddeeff")
+                #expect(uid.int("tx_power") == -18)
+                #expect(uid.int("rssi") == -59)
+                #expect(uid.text("distance_m").flatMap(Double.init) == 1)
+                let iBeacon = try await beacons.waitForEvent("beacon_found") { $0.string("kind") == "ibeacon" }
+                #expect(iBeacon.string("uuid") == "01122334-4556-6778-899a-abbccddeeff0")
+                #expect(iBeacon.int("major") == 1 && iBeacon.int("minor") == 2 && iBeacon.int("tx_power") == -59)
+                #expect(iBeacon.text("distance_m").flatMap(Double.init) == 2)
+                let tlm = try await beacons.waitForEvent("beacon_found") { $0.string("kind") == "eddystone-tlm" }
+                #expect(tlm.int("battery_mv") == 3000)
+                #expect(tlm.text("temperature_c") == "-0.5")
+                #expect(tlm.int("adv_count") == 256)
+                #expect(tlm.int("uptime_s") == 1000)
+                let url = try await beacons.waitForEvent("beacon_found") { $0.string("kind") == "eddystone-url" }
+                #expect(url.string("url") == "https://example.com/")
+                for kind in ["eddystone-uid", "ibeacon", "eddystone-tlm", "eddystone-url"] {
+                    try await beacons.waitForEvent("beacon_lost", timeout: 20) { $0.string("kind") == kind }
+                }
+                #expect(try await beacons.waitForExit() == 0, "\(beacons.diagnostics)")
+            }
+        }
+
         @Test("nearby beacons without a BLE scanner fails with a clear reason")
         func beaconsUnavailable() async throws {
             try await withScratch(timeout: 30, "CLI beacons") { scratch in
