@@ -126,7 +126,9 @@ let package = Package(
             ]
         ),
         // Examples (Examples/*/README.md).
-        .executableTarget(name: "nearby-chat", dependencies: ["NearbyMessages"], path: "Examples/Chat", exclude: ["README.md"]),
+        .executableTarget(
+            name: "nearby-chat", dependencies: ["NearbyMessages", .product(name: "Logging", package: "swift-log")],
+            path: "Examples/Chat", exclude: ["README.md"]),
         .executableTarget(
             name: "nearby-file-drop", dependencies: ["NearbyConnections"], path: "Examples/FileDrop", exclude: ["README.md"]),
         // Helpers shared by the test targets (seeded randomness, byte mutation, error expectations).

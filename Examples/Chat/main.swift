@@ -4,6 +4,7 @@
 //
 //     swift run nearby-chat <service-id> <your-name>
 import Foundation
+import Logging
 import NearbyMessages
 
 let arguments = CommandLine.arguments
@@ -12,12 +13,18 @@ guard arguments.count == 3 else {
     exit(2)
 }
 let (serviceID, name) = (arguments[1], arguments[2])
+/// Prints a line at once, even into a pipe.
+@Sendable func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+
+var logger = Logger(label: "nearby-chat")
+logger.logLevel = .warning
 
 let manager = MessageManager(
     serviceID: serviceID,
+    logger: logger,
     permissionRequest: { .grantForThisRun },  // starting the example is consent for this run
     onBluetoothProblem: { _ in },  // Wi-Fi LAN only until the BLE medium is plugged in
-    onMDNSProblem: { print("! mDNS is not available: \($0.message)") })
+    onMDNSProblem: { say("! mDNS is not available: \($0.message)") })
 let strategy = MessageStrategy(mediums: .wifiLAN)
 
 let presence = try await manager.publish(
@@ -25,14 +32,15 @@ let presence = try await manager.publish(
 let subscription = try await manager.subscribe(
     options: SubscribeOptions(strategy: strategy, filter: try .namespacedType("chat", nil), ttl: nil))
 
-// Print what others say. Our own messages are found too (the subscription sees every publisher).
-let printer = Task {
+// Print what others say. Our own messages are found too (the subscription sees every publisher). Detached: the
+// main actor blocks in readLine().
+let printer = Task.detached {
     for await event in subscription {
         let text = event.message.text ?? "<\(event.message.content.count) bytes>"
         switch (event.kind, event.message.type) {
-        case (.found, "presence"): print("* \(text) is here")
-        case (.lost, "presence"): print("* \(text) left")
-        case (.found, _): print(text)
+        case (.found, "presence"): say("* \(text) is here")
+        case (.lost, "presence"): say("* \(text) left")
+        case (.found, _): say(text)
         default: break
         }
     }
@@ -47,9 +55,10 @@ while let line = readLine() {
         published.append(try await manager.publish(message, options: PublishOptions(strategy: strategy)))
         if published.count > 5 { await published.removeFirst().cancel() }
     } catch {
-        print("! \(error)")
+        say("! \(error)")
     }
 }
 for publication in published { await publication.cancel() }
 await presence.cancel()
 printer.cancel()
+say("* bye")

@@ -96,4 +96,43 @@ struct WiFiLANMessagesTests {
             await subscription.cancel()
         }
     }
+
+    @Test("several publications at once, large and small, reach two subscribers")
+    func severalPublications() async throws {
+        try await withTestTimeout(150, "several publications") {
+            let service = Self.serviceID("many")
+            let publisher = try testManager(service)
+            let options = SubscribeOptions(strategy: Self.wifiOnly)
+            let subscribers = [try testManager(service), try testManager(service)]
+            var subscriptions: [Subscription] = []
+            var collectors: [EventCollector] = []
+            var tasks: [Task<Void, Never>] = []
+            for subscriber in subscribers {
+                let subscription = try await subscriber.subscribe(options: options)
+                let collector = EventCollector()
+                tasks.append(collector.collect(subscription))
+                subscriptions.append(subscription)
+                collectors.append(collector)
+            }
+            defer { for task in tasks { task.cancel() } }
+            let messages = [
+                Message(text: "small one", type: "s"), Message(text: "small two", type: "s"),
+                Message(content: Data(repeating: 1, count: 2_000), type: "l"),
+                Message(content: Data(repeating: 2, count: 30_000), type: "l"),
+            ]
+            var publications: [Publication] = []
+            for message in messages {
+                publications.append(try await publisher.publish(message, options: PublishOptions(strategy: Self.wifiOnly)))
+            }
+            for collector in collectors {
+                #expect(await eventually(120) { messages.allSatisfy { m in collector.found { $0 == m } } }, "\(collector.events)")
+            }
+            for publication in publications { await publication.cancel() }
+            for collector in collectors {
+                #expect(await eventually(60) { messages.allSatisfy { m in collector.lost { $0 == m } } }, "\(collector.events)")
+                #expect(collector.events.filter { $0.kind == .found }.count == messages.count)
+            }
+            for subscription in subscriptions { await subscription.cancel() }
+        }
+    }
 }

@@ -32,8 +32,10 @@ public final class Subscription: AsyncSequence, Sendable {
     struct State: Sendable {
         var messages: FoundLostTracker<String, Message>
         var beacons: BeaconTracker
-        /// Descriptors being fetched, by endpoint, with the attempts made.
+        /// Descriptors to fetch, by endpoint, with the attempts made so far.
         var fetching: [String: (descriptor: MessageDescriptor, attempts: Int)] = [:]
+        /// The endpoint being fetched from: one connection at a time (the point-to-point strategy allows no more).
+        var activeFetch: String?
         /// Large messages already fetched, by descriptor.
         var fetched: [MessageDescriptor: Message] = [:]
         var stopped = false
@@ -180,20 +182,24 @@ public final class Subscription: AsyncSequence, Sendable {
                 guard options.filter.matches(namespace: descriptor.namespace, type: descriptor.type) else { return }
                 let cached = state.withLock { state -> Message? in
                     if let message = state.fetched[descriptor] { return message }
-                    state.fetching[id] = (descriptor, 1)
+                    state.fetching[id] = (descriptor, 0)
                     return nil
                 }
                 if let cached {
                     present(id, cached)
                 } else {
-                    await fetch(id, discoverer)
+                    await pumpFetches(discoverer)
                 }
             case .fetchRequest:
                 return
             }
         case .endpointLost(let id):
-            state.withLock { $0.fetching[id] = nil }
+            state.withLock { state in
+                state.fetching[id] = nil
+                if state.activeFetch == id { state.activeFetch = nil }
+            }
             perform(state.withLock { $0.messages.sourceGone(id, at: .now) })
+            await pumpFetches(discoverer)
         case .discoveryFailed(let medium, let error):
             owner.report(error, medium: medium)
         case .connectionRequested(let id, _, _, false):
@@ -215,38 +221,58 @@ public final class Subscription: AsyncSequence, Sendable {
             state.withLock { state in
                 state.fetching[id] = nil
                 state.fetched[pending.descriptor] = message
+                if state.activeFetch == id { state.activeFetch = nil }
             }
             logger.debug("fetched a message", metadata: ["endpoint": "\(id)", "bytes": "\(message.content.count)"])
             await manager.disconnect(from: id)
             present(id, message)
+            await pumpFetches(discoverer)
         case .stateChanged(let id, .disconnected, _), .stateChanged(let id, .rejected, _):
-            let retry = state.withLock { state -> Bool in
-                guard var pending = state.fetching[id], !state.stopped else { return false }
-                guard pending.attempts < 3 else {
-                    state.fetching[id] = nil
-                    return false
-                }
-                pending.attempts += 1
-                state.fetching[id] = pending
-                return true
-            }
-            if retry {
-                try? await Task.sleep(for: .milliseconds(500))
-                await fetch(id, discoverer)
-            }
+            await fetchFailed(id, discoverer)
         default:
             break
         }
     }
 
-    private func fetch(_ id: String, _ discoverer: Discoverer) async {
+    /// The most attempts at fetching one large message.
+    static let maximumFetchAttempts = 5
+
+    /// Starts the next fetch when none is running.
+    private func pumpFetches(_ discoverer: Discoverer) async {
+        let next = state.withLock { state -> String? in
+            guard state.activeFetch == nil, !state.stopped else { return nil }
+            guard let id = state.fetching.min(by: { $0.value.attempts < $1.value.attempts })?.key else { return nil }
+            state.activeFetch = id
+            state.fetching[id]?.attempts += 1
+            return id
+        }
+        guard let id = next else { return }
         logger.debug("fetching a large message", metadata: ["endpoint": "\(id)"])
         do {
             try await discoverer.requestConnection(to: id, using: Data(MessageEnvelope.fetchRequest.bytes))
         } catch {
-            logger.warning("cannot fetch a message", metadata: ["endpoint": "\(id)", "error": "\(error)"])
-            state.withLock { $0.fetching[id] = nil }
+            logger.debug("cannot request a fetch", metadata: ["endpoint": "\(id)", "error": "\(error)"])
+            await fetchFailed(id, discoverer)
         }
+    }
+
+    /// A fetch from `id` ended without the message: retry later (a few times), then give up.
+    private func fetchFailed(_ id: String, _ discoverer: Discoverer) async {
+        let attempts = state.withLock { state -> Int? in
+            guard state.activeFetch == id else { return nil }
+            state.activeFetch = nil
+            guard let pending = state.fetching[id] else { return nil }
+            if pending.attempts >= Self.maximumFetchAttempts {
+                state.fetching[id] = nil
+                return nil
+            }
+            return pending.attempts
+        }
+        if let attempts {
+            // Back off (with jitter) so that subscribers racing for one publisher spread out.
+            try? await Task.sleep(for: .milliseconds(Int.random(in: 200...600) * attempts))
+        }
+        await pumpFetches(discoverer)
     }
 
     private func present(_ id: String, _ message: Message) {
