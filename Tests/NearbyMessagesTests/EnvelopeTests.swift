@@ -91,6 +91,17 @@ import Testing
         #expect(code == .invalidMessageLabel)
     }
 
+    @Test("namespace and type may take 115 bytes together, so a descriptor always fits in 131 bytes")
+    func labelBudget() async throws {
+        let namespace = String(repeating: "n", count: 115 - 32)
+        let type = String(repeating: "t", count: 32)
+        let message = Message(content: Data(count: 102_400), namespace: namespace, type: type)
+        try message.validate()
+        #expect(MessageEnvelope.advertisement(for: message).bytes.count == 131)
+        let over = Message(text: "x", namespace: namespace + "n", type: type)
+        #expect(await nearbyErrorCode { try over.validate() } == .invalidMessageLabel)
+    }
+
     @Test("filters reject '*' and match exact namespace and type")
     func filters() async throws {
         #expect(await nearbyErrorCode { _ = try MessageFilter.namespacedType("ns*", nil) } == .invalidMessageLabel)

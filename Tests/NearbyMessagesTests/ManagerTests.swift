@@ -156,6 +156,47 @@ final class FakeReportSource: AdvertisingReportSource {
     }
 }
 
+@Suite struct LifetimeTests {
+    @Test("a publication stops when its TTL runs out and calls onExpired")
+    func publicationTTL() async throws {
+        let manager = try testManager("ttl-pub", mediums: RadioProblemTests.noAvahi)
+        let expired = Mutex(false)
+        let publication = try await manager.publish(
+            Message(text: "brief"),
+            options: PublishOptions(
+                strategy: MessageStrategy(mediums: .wifiLAN), ttl: .milliseconds(300),
+                onExpired: { expired.withLock { $0 = true } }))
+        #expect(await eventually { expired.withLock { $0 } && publication.isCancelled })
+    }
+
+    @Test("a subscription stops when its TTL runs out: onExpired, and its iterations end")
+    func subscriptionTTL() async throws {
+        let manager = try testManager("ttl-sub", beaconSource: FakeReportSource())
+        let expired = Mutex(false)
+        let subscription = try await manager.subscribe(
+            options: SubscribeOptions(
+                deviceTypes: .bleBeacons, ttl: .milliseconds(300), onExpired: { expired.withLock { $0 = true } }))
+        let ended = Task {
+            for await _ in subscription {}
+            return true
+        }
+        #expect(await ended.value)
+        #expect(await eventually { expired.withLock { $0 } && subscription.isCancelled })
+    }
+
+    @Test("a strategy without broadcast cannot publish; one without scan cannot subscribe")
+    func modes() async throws {
+        let manager = try testManager("modes")
+        let scanOnly = MessageStrategy(mode: .scan)
+        let broadcastOnly = MessageStrategy(mode: .broadcast)
+        #expect(await nearbyErrorCode {
+            _ = try await manager.publish(Message(text: "x"), options: PublishOptions(strategy: scanOnly))
+        } == .invalidArgument)
+        #expect(await nearbyErrorCode { _ = try await manager.subscribe(options: SubscribeOptions(strategy: broadcastOnly)) }
+            == .invalidArgument)
+    }
+}
+
 @Suite struct ConsentTests {
     @Test("the consent file round-trips in a temporary XDG directory, with change handlers")
     func roundTrip() throws {

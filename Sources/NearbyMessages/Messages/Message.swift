@@ -10,8 +10,9 @@ public struct Message: Sendable, Hashable, CustomStringConvertible {
     public static let maximumContentSize = 102_400
     /// The longest type, in characters (Google's `MAX_TYPE_LENGTH`).
     public static let maximumTypeLength = 32
-    /// The longest namespace, in UTF-8 bytes (it is length-prefixed by one byte in the envelope).
-    public static let maximumNamespaceLength = 255
+    /// The most UTF-8 bytes namespace and type may have together, so that even the descriptor of a large message
+    /// fits in the 131-byte endpoint info (131 − 16 bytes of envelope overhead).
+    public static let maximumLabelBytes = 115
     /// The namespace beacon messages are delivered in.
     public static let reservedNamespace = "__reserved_namespace"
 
@@ -42,7 +43,7 @@ public struct Message: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "\(namespace)/\(type): \(content.count) bytes" }
 
     /// Checks the limits: content at most ``maximumContentSize`` bytes, type at most ``maximumTypeLength``
-    /// characters, namespace at most ``maximumNamespaceLength`` bytes, and no `*` in namespace or type.
+    /// characters, namespace and type together at most ``maximumLabelBytes`` UTF-8 bytes, and no `*` in either.
     /// - Throws: `NearbyError` with code ``NearbyWire/NearbyError/Code/messageTooLarge`` or
     ///   ``NearbyWire/NearbyError/Code/invalidMessageLabel``.
     public func validate() throws(NearbyError) {
@@ -57,10 +58,10 @@ public struct Message: Sendable, Hashable, CustomStringConvertible {
             throw NearbyError(
                 .invalidMessageLabel, "message type is \(type.count) characters; the maximum is \(Self.maximumTypeLength)")
         }
-        guard namespace.utf8.count <= Self.maximumNamespaceLength else {
+        guard namespace.utf8.count + type.utf8.count <= Self.maximumLabelBytes else {
             throw NearbyError(
                 .invalidMessageLabel,
-                "message namespace is \(namespace.utf8.count) bytes; the maximum is \(Self.maximumNamespaceLength)")
+                "message namespace and type are \(namespace.utf8.count + type.utf8.count) bytes together; the maximum is \(Self.maximumLabelBytes)")
         }
     }
 
