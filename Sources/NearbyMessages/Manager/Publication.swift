@@ -20,6 +20,9 @@ public final class Publication: Sendable {
     private let tasks = Mutex<[Task<Void, Never>]>([])
     private let stopped = Mutex(false)
 
+    /// How long a subscriber may stay connected after it received the message.
+    static let lingerLimit: Duration = .seconds(10)
+
     private init(message: Message, connections: ConnectionManager, advertiser: Advertiser, mediums: [MediumKind]) {
         self.message = message
         self.connections = connections
@@ -54,6 +57,14 @@ public final class Publication: Sendable {
                         try await connections.send(Data(full), to: id)
                     } catch {
                         logger.warning("cannot send the message", metadata: ["peer": "\(id)", "error": "\(error)"])
+                        await connections.disconnect(from: id)
+                    }
+                case .transferUpdate(let id, _, .success, _, true, _, _):
+                    // The subscriber disconnects once it has the message; a peer that lingers would hold the one
+                    // point-to-point connection, so it is dropped after a while.
+                    Task {
+                        try? await Task.sleep(for: Self.lingerLimit)
+                        await connections.disconnect(from: id)
                     }
                 default:
                     break
