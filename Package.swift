@@ -166,7 +166,10 @@ let package = Package(
         ),
         .testTarget(
             name: "NearbyMessagesTests",
-            dependencies: ["NearbyMessages", "NearbyConnections", "NearbyCore", "NearbyWire", "NearbyWiFiLAN", "NearbyTestSupport"]
+            dependencies: [
+                "NearbyMessages", "NearbyConnections", "NearbyCore", "NearbyWire", "NearbyWiFiLAN", "NearbyTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "NearbyWiFiLANTests",

@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import NearbyConnections
 import NearbyTestSupport
 import NearbyWire
 import Testing
@@ -133,6 +135,46 @@ struct WiFiLANMessagesTests {
                 #expect(collector.events.filter { $0.kind == .found }.count == messages.count)
             }
             for subscription in subscriptions { await subscription.cancel() }
+        }
+    }
+}
+
+extension WiFiLANMessagesTests {
+    @Test("interop with Google's migration guide: plain endpoint info is published and subscribed without the envelope")
+    func plainEndpointInfo() async throws {
+        try await withTestTimeout(90, "plain endpoint info") {
+            let service = Self.serviceID("plain")
+            // A plain Nearby Connections advertiser, as an Android app following the migration guide would be.
+            let connections = ConnectionManager(
+                serviceID: service, strategy: .pointToPoint,
+                options: ConnectionOptions(logger: Logger(label: "plain")))
+            let advertiser = Advertiser(connectionManager: connections)
+            try await advertiser.startAdvertising(using: Data("raw hello".utf8))
+            let published = try await testManager(service).publish(
+                Message(text: "plain from us"), options: PublishOptions(strategy: Self.wifiOnly, plainEndpointInfo: true))
+
+            let subscriber = try testManager(service)
+            let plain = try await subscriber.subscribe(
+                options: SubscribeOptions(strategy: Self.wifiOnly, includePlainEndpointInfo: true))
+            let strict = try await subscriber.subscribe(options: SubscribeOptions(strategy: Self.wifiOnly))
+            let plainCollector = EventCollector()
+            let strictCollector = EventCollector()
+            let tasks = [plainCollector.collect(plain), strictCollector.collect(strict)]
+            defer { for task in tasks { task.cancel() } }
+            #expect(await eventually(60) {
+                plainCollector.found { $0.text == "raw hello" } && plainCollector.found { $0.text == "plain from us" }
+            }, "\(plainCollector.events)")
+            #expect(strictCollector.events.isEmpty, "\(strictCollector.events)")
+            let code = await nearbyErrorCode {
+                _ = try await subscriber.publish(
+                    Message(text: "x", type: "typed"), options: PublishOptions(strategy: Self.wifiOnly, plainEndpointInfo: true))
+            }
+            #expect(code == .invalidArgument)
+            await published.cancel()
+            await connections.shutdown()
+            withExtendedLifetime(advertiser) {}
+            await plain.cancel()
+            await strict.cancel()
         }
     }
 }

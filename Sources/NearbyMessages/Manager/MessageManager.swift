@@ -113,6 +113,13 @@ public final class MessageManager: Sendable {
     ///   `.mediumUnavailable` / ``NearbyWire/NearbyError/Code/bluetoothUnavailable`` when no medium can advertise.
     public func publish(_ message: Message, options: PublishOptions = PublishOptions()) async throws -> Publication {
         try message.validate()
+        if options.plainEndpointInfo {
+            guard message.namespace.isEmpty, message.type.isEmpty, (1...131).contains(message.content.count) else {
+                throw NearbyError(
+                    .invalidArgument,
+                    "plain endpoint info needs 1 to 131 bytes of content in the default namespace and type")
+            }
+        }
         guard options.strategy.mode.contains(.broadcast) else {
             throw NearbyError(.invalidArgument, "a publication needs a strategy that broadcasts")
         }

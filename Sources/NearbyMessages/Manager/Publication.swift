@@ -35,10 +35,11 @@ public final class Publication: Sendable {
     ) async throws -> Publication {
         let envelope = MessageEnvelope.advertisement(for: message)
         let full = MessageEnvelope.message(message).bytes
+        let advertised = options.plainEndpointInfo ? Array(message.content) : envelope.bytes
         var logger = owner.logger
         logger[metadataKey: "endpoint"] = "\(connections.localEndpointID)"
         logger[metadataKey: "message"] = "\(message)"
-        let isLarge = if case .descriptor = envelope { true } else { false }
+        let isLarge = if case .descriptor = envelope, !options.plainEndpointInfo { true } else { false }
 
         // Subscribe to the events before advertising so no request is missed.
         let events = connections.events
@@ -75,7 +76,7 @@ public final class Publication: Sendable {
         let advertiser = Advertiser(connectionManager: connections)
         let sessions: [any AdvertisingSession]
         do {
-            sessions = try await advertiser.startAdvertising(using: Data(envelope.bytes))
+            sessions = try await advertiser.startAdvertising(using: Data(advertised))
         } catch {
             serving.cancel()
             await connections.shutdown()

@@ -171,7 +171,11 @@ public final class Subscription: AsyncSequence, Sendable {
         switch event {
         case .endpointFound(let id, let context, _):
             guard let envelope = try? MessageEnvelope.decode(context) else {
-                logger.debug("ignoring an endpoint that is not a publication", metadata: ["endpoint": "\(id)"])
+                if options.includePlainEndpointInfo, options.filter.matches(namespace: "", type: "") {
+                    present(id, Message(content: context))
+                } else {
+                    logger.debug("ignoring an endpoint that is not a publication", metadata: ["endpoint": "\(id)"])
+                }
                 return
             }
             switch envelope {

@@ -103,14 +103,19 @@ public struct PublishOptions: Sendable {
     public var ttl: Duration?
     /// Called once when the TTL runs out and the publication stops.
     public var onExpired: (@Sendable () -> Void)?
+    /// Advertise the content itself as the endpoint info, without the envelope, as apps following Google's
+    /// migration guide do; default false. Only for content of 1 to 131 bytes in the default namespace and type.
+    public var plainEndpointInfo: Bool
 
     /// Creates options.
     public init(
-        strategy: MessageStrategy = .default, ttl: Duration? = .seconds(300), onExpired: (@Sendable () -> Void)? = nil
+        strategy: MessageStrategy = .default, ttl: Duration? = .seconds(300), onExpired: (@Sendable () -> Void)? = nil,
+        plainEndpointInfo: Bool = false
     ) {
         self.strategy = strategy
         self.ttl = ttl
         self.onExpired = onExpired
+        self.plainEndpointInfo = plainEndpointInfo
     }
 }
 
@@ -130,13 +135,18 @@ public struct SubscribeOptions: Sendable {
     public var lostAfter: Duration
     /// Called once when the TTL runs out and the subscription stops.
     public var onExpired: (@Sendable () -> Void)?
+    /// Deliver endpoint info that is not an envelope as a message of the default namespace and type (how apps
+    /// following Google's migration guide publish); default false, such endpoints are ignored.
+    public var includePlainEndpointInfo: Bool
 
     /// Creates options.
     public init(
         strategy: MessageStrategy = .default, beaconStrategy: BeaconStrategy = BeaconStrategy(),
         deviceTypes: DeviceTypes = .nearbyDevices, filter: MessageFilter = MessageFilter(),
-        ttl: Duration? = .seconds(300), lostAfter: Duration = .zero, onExpired: (@Sendable () -> Void)? = nil
+        ttl: Duration? = .seconds(300), lostAfter: Duration = .zero, onExpired: (@Sendable () -> Void)? = nil,
+        includePlainEndpointInfo: Bool = false
     ) {
+        self.includePlainEndpointInfo = includePlainEndpointInfo
         self.strategy = strategy
         self.beaconStrategy = beaconStrategy
         self.deviceTypes = deviceTypes
