@@ -76,6 +76,9 @@ struct PublishCommand: AsyncParsableCommand {
     @Option(help: "Stop after this many seconds (default 300).")
     var ttl: Double = 300
 
+    @Flag(help: "Advertise the message bytes themselves as the endpoint info (Google's migration-guide form).")
+    var plain = false
+
     func validate() throws {
         guard (message == nil) != (messageHex == nil) else { throw ValidationError("give exactly one of --message and --message-hex") }
         guard ttl > 0 else { throw ValidationError("--ttl must be positive") }
@@ -98,7 +101,8 @@ struct PublishCommand: AsyncParsableCommand {
             publication = try await manager.publish(
                 payload,
                 options: PublishOptions(
-                    strategy: strategy, ttl: .milliseconds(Int(ttl * 1000)), onExpired: { expired.continuation.yield() }))
+                    strategy: strategy, ttl: .milliseconds(Int(ttl * 1000)), onExpired: { expired.continuation.yield() },
+                    plainEndpointInfo: plain))
         } catch let error as NearbyError {
             throw CLIFailure("cannot publish: \(error.message)")
         }
@@ -135,6 +139,9 @@ struct SubscribeCommand: AsyncParsableCommand {
     @Flag(name: .customLong("ask-consent"), help: "Ask for consent on the terminal when it is not yet persisted.")
     var askConsent = false
 
+    @Flag(help: "Also report advertisers whose endpoint info is the message itself (Google's migration-guide form).")
+    var plain = false
+
     func run() async throws {
         let output = EventOutput(json: common.json)
         let sink = ProblemSink()
@@ -147,7 +154,8 @@ struct SubscribeCommand: AsyncParsableCommand {
         }
         let subscription: Subscription
         do {
-            subscription = try await manager.subscribe(options: SubscribeOptions(strategy: strategy, filter: filter, ttl: nil))
+            subscription = try await manager.subscribe(
+                options: SubscribeOptions(strategy: strategy, filter: filter, ttl: nil, includePlainEndpointInfo: plain))
         } catch let error as NearbyError {
             throw CLIFailure("cannot subscribe: \(error.message)")
         }
