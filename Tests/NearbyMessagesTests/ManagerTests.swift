@@ -184,6 +184,28 @@ final class FakeReportSource: AdvertisingReportSource {
         #expect(await eventually { expired.withLock { $0 } && subscription.isCancelled })
     }
 
+    @Test("iterating a subscription keeps it alive; releasing an unused one stops it")
+    func iterationKeepsAlive() async throws {
+        let source = FakeReportSource()
+        let manager = try testManager("alive", beaconSource: source)
+        let options = SubscribeOptions(deviceTypes: .bleBeacons)
+        let first = Task { () -> String? in
+            for await event in try await manager.subscribe(options: options) { return event.message.type }
+            return nil
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        source.continuation.yield(AdvertisingReport(address: "AA", rssi: -60, data: hex(BeaconVectors.uidFull)))
+        #expect(try await first.value == BeaconMessageType.eddystoneUID)
+
+        let box = WeakSubscription()
+        do { box.value = try await manager.subscribe(options: options) }
+        #expect(await eventually { box.value == nil })
+    }
+
+    final class WeakSubscription: @unchecked Sendable {
+        weak var value: Subscription?
+    }
+
     @Test("a strategy without broadcast cannot publish; one without scan cannot subscribe")
     func modes() async throws {
         let manager = try testManager("modes")

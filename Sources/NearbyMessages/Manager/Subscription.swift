@@ -14,8 +14,18 @@ import Synchronization
 public final class Subscription: AsyncSequence, Sendable {
     /// The events.
     public typealias Element = MessageEvent
-    /// The iterator of one listener.
-    public typealias AsyncIterator = AsyncStream<MessageEvent>.Iterator
+
+    /// The iterator of one listener. It keeps the subscription alive while it iterates, so
+    /// `for await event in try await manager.subscribe() { … }` runs until the subscription stops.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let subscription: Subscription
+        var base: AsyncStream<MessageEvent>.Iterator
+
+        /// The next event, or `nil` once the subscription has stopped.
+        public mutating func next() async -> MessageEvent? {
+            await base.next()
+        }
+    }
 
     /// The options.
     public let options: SubscribeOptions
@@ -55,11 +65,12 @@ public final class Subscription: AsyncSequence, Sendable {
     }
 
     /// A new listener: every event from now on, until the subscription stops.
-    public func makeAsyncIterator() -> AsyncStream<MessageEvent>.Iterator {
-        fanOut.stream().makeAsyncIterator()
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(subscription: self, base: fanOut.stream().makeAsyncIterator())
     }
 
-    /// Every event from now on as a stream, until the subscription stops.
+    /// Every event from now on as a stream, until the subscription stops. The stream does not keep the
+    /// subscription alive: hold on to it (or iterate the subscription itself).
     public var events: AsyncStream<MessageEvent> { fanOut.stream() }
 
     /// The messages currently found.
