@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "NearbyCore", targets: ["NearbyCore"]),
         .library(name: "NearbyWiFiLAN", targets: ["NearbyWiFiLAN"]),
         .library(name: "NearbyConnections", targets: ["NearbyConnections"]),
+        .library(name: "NearbyMessages", targets: ["NearbyMessages"]),
         .executable(name: "nearby", targets: ["nearby"]),
         .executable(name: "nearby-bench", targets: ["nearby-bench"]),
     ],
@@ -82,11 +83,24 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Nearby Messages on top of Nearby Connections: publish/subscribe of small messages through the endpoint
+        // info (larger ones through a connection), consent, radio-state handlers, and BLE beacon decoding.
+        .target(
+            name: "NearbyMessages",
+            dependencies: [
+                "NearbyConnections",
+                "NearbyCore",
+                "NearbyWire",
+                "NearbyWiFiLAN",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The `nearby` command-line tool.
         .executableTarget(
             name: "nearby",
             dependencies: [
                 "NearbyConnections",
+                "NearbyMessages",
                 "NearbyCore",
                 "NearbyWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -111,6 +125,12 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // Examples (Examples/*/README.md).
+        .executableTarget(
+            name: "nearby-chat", dependencies: ["NearbyMessages", .product(name: "Logging", package: "swift-log")],
+            path: "Examples/Chat", exclude: ["README.md"]),
+        .executableTarget(
+            name: "nearby-file-drop", dependencies: ["NearbyConnections"], path: "Examples/FileDrop", exclude: ["README.md"]),
         // Helpers shared by the test targets (seeded randomness, byte mutation, error expectations).
         .target(
             name: "NearbyTestSupport",
@@ -143,6 +163,13 @@ let package = Package(
         .testTarget(
             name: "NearbyIntegrationTests",
             dependencies: ["NearbyConnections", "NearbyCore", "NearbyWire", "NearbySecurity", "NearbyTestSupport"]
+        ),
+        .testTarget(
+            name: "NearbyMessagesTests",
+            dependencies: [
+                "NearbyMessages", "NearbyConnections", "NearbyCore", "NearbyWire", "NearbyWiFiLAN", "NearbyTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "NearbyWiFiLANTests",

@@ -1,13 +1,17 @@
 import ArgumentParser
 import Foundation
 
-/// The `nearby` command-line tool: advertise, discover and send over Nearby Connections.
+/// The `nearby` command-line tool: advertise, discover and send over Nearby Connections;
+/// publish and subscribe to Nearby Messages; scan beacons.
 @main
 struct NearbyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "nearby",
         abstract: "Find nearby devices and exchange data with them over Google's Nearby Connections protocol.",
-        subcommands: [AdvertiseCommand.self, DiscoverCommand.self, SendCommand.self])
+        subcommands: [
+            AdvertiseCommand.self, DiscoverCommand.self, SendCommand.self, PublishCommand.self, SubscribeCommand.self,
+            BeaconsCommand.self,
+        ])
 
     /// Runs the tool with the contract's exit codes: 0 success, 2 usage error, 1 runtime failure.
     static func main() async {

@@ -1,0 +1,131 @@
+import Foundation
+import Logging
+import NearbyConnections
+import NearbyCore
+import NearbyWire
+import Synchronization
+
+/// A message being published. Publishing stops when ``cancel()`` is called, when the object is released, or when
+/// the TTL runs out.
+public final class Publication: Sendable {
+    /// The message.
+    public let message: Message
+    /// The endpoint ID the message is advertised under.
+    public var endpointID: String { connections.localEndpointID }
+    /// The mediums actually advertising.
+    public let mediums: [MediumKind]
+
+    private let connections: ConnectionManager
+    private let advertiser: Advertiser
+    private let tasks = Mutex<[Task<Void, Never>]>([])
+    private let stopped = Mutex(false)
+
+    /// How long a subscriber may stay connected after it received the message.
+    static let lingerLimit: Duration = .seconds(10)
+
+    private init(message: Message, connections: ConnectionManager, advertiser: Advertiser, mediums: [MediumKind]) {
+        self.message = message
+        self.connections = connections
+        self.advertiser = advertiser
+        self.mediums = mediums
+    }
+
+    static func start(
+        _ message: Message, options: PublishOptions, connections: ConnectionManager, owner: MessageManager
+    ) async throws -> Publication {
+        let envelope = MessageEnvelope.advertisement(for: message)
+        let full = MessageEnvelope.message(message).bytes
+        let advertised = options.plainEndpointInfo ? Array(message.content) : envelope.bytes
+        var logger = owner.logger
+        logger[metadataKey: "endpoint"] = "\(connections.localEndpointID)"
+        logger[metadataKey: "message"] = "\(message)"
+        let isLarge = if case .descriptor = envelope, !options.plainEndpointInfo { true } else { false }
+
+        // Subscribe to the events before advertising so no request is missed.
+        let events = connections.events
+        let serving = Task {
+            for await event in events {
+                switch event {
+                case .connectionRequested(let id, let context, _, true):
+                    if isLarge, case .fetchRequest? = try? MessageEnvelope.decode(context) {
+                        logger.debug("subscriber fetches the message", metadata: ["peer": "\(id)"])
+                        try? await connections.accept(id)
+                    } else {
+                        try? await connections.reject(id)
+                    }
+                case .stateChanged(let id, .connected, _) where isLarge:
+                    do {
+                        try await connections.send(Data(full), to: id)
+                    } catch {
+                        logger.warning("cannot send the message", metadata: ["peer": "\(id)", "error": "\(error)"])
+                        await connections.disconnect(from: id)
+                    }
+                case .transferUpdate(let id, _, .success, _, true, _, _):
+                    // The subscriber disconnects once it has the message; a peer that lingers would hold the one
+                    // point-to-point connection, so it is dropped after a while.
+                    Task {
+                        try? await Task.sleep(for: Self.lingerLimit)
+                        await connections.disconnect(from: id)
+                    }
+                default:
+                    break
+                }
+            }
+        }
+
+        let advertiser = Advertiser(connectionManager: connections)
+        let sessions: [any AdvertisingSession]
+        do {
+            sessions = try await advertiser.startAdvertising(using: Data(advertised))
+        } catch {
+            serving.cancel()
+            await connections.shutdown()
+            if let nearby = error as? NearbyError, nearby.code == .mediumUnavailable { owner.onMDNSProblem(nearby) }
+            throw error
+        }
+        for session in sessions {
+            if let problem = session.discoverabilityProblem {
+                owner.report(problem, medium: session.medium)
+            }
+        }
+        logger.debug(
+            "publishing", metadata: ["mediums": "\(sessions.map(\.medium))", "inline": "\(!isLarge)"])
+        let publication = Publication(
+            message: message, connections: connections, advertiser: advertiser, mediums: sessions.map(\.medium))
+        publication.tasks.withLock { $0.append(serving) }
+        if let ttl = options.ttl {
+            let onExpired = options.onExpired
+            let expiry = Task { [weak publication] in
+                try? await Task.sleep(for: ttl)
+                guard !Task.isCancelled, let publication else { return }
+                logger.debug("publication expired")
+                await publication.cancel()
+                onExpired?()
+            }
+            publication.tasks.withLock { $0.append(expiry) }
+        }
+        return publication
+    }
+
+    /// Whether the publication has stopped.
+    public var isCancelled: Bool { stopped.withLock { $0 } }
+
+    /// Stops publishing: the advertisement is withdrawn (subscribers see the message lost) and connections close.
+    public func cancel() async {
+        guard stopped.withLock({ wasStopped in defer { wasStopped = true }; return !wasStopped }) else { return }
+        for task in tasks.withLock({ $0 }) { task.cancel() }
+        await advertiser.stopAdvertising()
+        await connections.shutdown()
+    }
+
+    deinit {
+        for task in tasks.withLock({ $0 }) { task.cancel() }
+        guard !stopped.withLock({ $0 }) else { return }
+        let connections = self.connections
+        let advertiser = self.advertiser
+        Task {
+            await advertiser.stopAdvertising()
+            await connections.shutdown()
+        }
+    }
+}

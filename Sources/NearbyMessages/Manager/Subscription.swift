@@ -1,0 +1,329 @@
+import Foundation
+import Logging
+import NearbyConnections
+import NearbyCore
+import NearbyWire
+import Synchronization
+
+/// A running subscription: found/lost messages go to its callbacks and to every iterator of it (an
+/// `AsyncSequence` of ``MessageEvent``). It stops when ``cancel()`` is called, when the object is released, or when
+/// the TTL runs out; iterations then end.
+///
+/// Each distinct message (namespace, type, content) is found once however many publishers carry it, and lost when
+/// the last of them stops (after ``SubscribeOptions/lostAfter``).
+public final class Subscription: AsyncSequence, Sendable {
+    /// The events.
+    public typealias Element = MessageEvent
+
+    /// The iterator of one listener. It keeps the subscription alive while it iterates, so
+    /// `for await event in try await manager.subscribe() { … }` runs until the subscription stops.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let subscription: Subscription
+        var base: AsyncStream<MessageEvent>.Iterator
+
+        /// The next event, or `nil` once the subscription has stopped.
+        public mutating func next() async -> MessageEvent? {
+            await base.next()
+        }
+    }
+
+    /// The options.
+    public let options: SubscribeOptions
+
+    private let logger: Logger
+    private let onFound: (@Sendable (Message) -> Void)?
+    private let onLost: (@Sendable (Message) -> Void)?
+    private let fanOut = EventFanOut<MessageEvent>()
+    private let state: Mutex<State>
+    private let tasks = Mutex<[Task<Void, Never>]>([])
+    private let owner: MessageManager
+    private let connections = Mutex<(manager: ConnectionManager, discoverer: Discoverer)?>(nil)
+
+    struct State: Sendable {
+        var messages: FoundLostTracker<String, Message>
+        var beacons: BeaconTracker
+        /// Descriptors to fetch, by endpoint, with the attempts made so far.
+        var fetching: [String: (descriptor: MessageDescriptor, attempts: Int)] = [:]
+        /// The endpoint being fetched from: one connection at a time (the point-to-point strategy allows no more).
+        var activeFetch: String?
+        /// Large messages already fetched, by descriptor.
+        var fetched: [MessageDescriptor: Message] = [:]
+        var stopped = false
+    }
+
+    init(
+        options: SubscribeOptions, owner: MessageManager, onFound: (@Sendable (Message) -> Void)?,
+        onLost: (@Sendable (Message) -> Void)?
+    ) {
+        self.options = options
+        self.owner = owner
+        self.logger = owner.logger
+        self.onFound = onFound
+        self.onLost = onLost
+        state = Mutex(State(
+            messages: FoundLostTracker(lostAfter: options.lostAfter), beacons: BeaconTracker(strategy: options.beaconStrategy)))
+    }
+
+    /// A new listener: every event from now on, until the subscription stops.
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(subscription: self, base: fanOut.stream().makeAsyncIterator())
+    }
+
+    /// Every event from now on as a stream, until the subscription stops. The stream does not keep the
+    /// subscription alive: hold on to it (or iterate the subscription itself).
+    public var events: AsyncStream<MessageEvent> { fanOut.stream() }
+
+    /// The messages currently found.
+    public var foundMessages: Set<Message> { state.withLock { $0.messages.foundItems } }
+
+    /// Whether the subscription has stopped.
+    public var isCancelled: Bool { state.withLock { $0.stopped } }
+
+    // MARK: - Starting
+
+    func startDiscovery(_ manager: ConnectionManager) async throws {
+        let events = manager.events
+        let discoverer = Discoverer(connectionManager: manager)
+        connections.withLock { $0 = (manager, discoverer) }
+        let task = Task { [weak self] in
+            for await event in events {
+                guard let self else { return }
+                await self.handle(event, manager: manager, discoverer: discoverer)
+            }
+        }
+        tasks.withLock { $0.append(task) }
+        do {
+            try await discoverer.startDiscovery()
+        } catch {
+            task.cancel()
+            await manager.shutdown()
+            connections.withLock { $0 = nil }
+            throw error
+        }
+        logger.debug("discovering publications")
+    }
+
+    func startBeaconScan(_ source: any AdvertisingReportSource) {
+        let reports = source.advertisingReports(options.beaconStrategy.scanSettings)
+        let owner = self.owner
+        let task = Task { [weak self] in
+            do {
+                for try await report in reports {
+                    guard let self else { return }
+                    let actions = self.state.withLock { $0.beacons.receive(report, at: .now) }
+                    self.perform(actions)
+                }
+            } catch {
+                let nearby = (error as? NearbyError) ?? NearbyError(.bluetoothUnavailable, "BLE scanning failed", cause: error)
+                owner.onBluetoothProblem(nearby)
+            }
+        }
+        tasks.withLock { $0.append(task) }
+        logger.debug("scanning for beacons", metadata: ["lowDutyCycle": "\(options.beaconStrategy.scanSettings.lowDutyCycle)"])
+    }
+
+    func startTimers() {
+        let ticker = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(250))
+                guard let self else { return }
+                let (messages, beacons) = self.state.withLock { state in
+                    (state.messages.tick(at: .now), state.beacons.tick(at: .now))
+                }
+                self.perform(messages)
+                self.perform(beacons)
+            }
+        }
+        tasks.withLock { $0.append(ticker) }
+        if let ttl = options.ttl {
+            let onExpired = options.onExpired
+            let expiry = Task { [weak self] in
+                try? await Task.sleep(for: ttl)
+                guard !Task.isCancelled, let self else { return }
+                self.logger.debug("subscription expired")
+                await self.cancel()
+                onExpired?()
+            }
+            tasks.withLock { $0.append(expiry) }
+        }
+    }
+
+    // MARK: - Stopping
+
+    /// Stops subscribing: discovery and scanning stop and every iteration ends. Found messages are not reported lost.
+    public func cancel() async {
+        let wasStopped = state.withLock { state in
+            defer { state.stopped = true }
+            return state.stopped
+        }
+        guard !wasStopped else { return }
+        for task in tasks.withLock({ $0 }) { task.cancel() }
+        fanOut.finish()
+        if let (manager, discoverer) = connections.withLock({ $0 }) {
+            await discoverer.stopDiscovery()
+            await manager.shutdown()
+        }
+    }
+
+    deinit {
+        for task in tasks.withLock({ $0 }) { task.cancel() }
+        fanOut.finish()
+        if let (manager, discoverer) = connections.withLock({ $0 }) {
+            Task {
+                await discoverer.stopDiscovery()
+                await manager.shutdown()
+            }
+        }
+    }
+
+    // MARK: - Nearby devices
+
+    private func handle(_ event: ConnectionEvent, manager: ConnectionManager, discoverer: Discoverer) async {
+        switch event {
+        case .endpointFound(let id, let context, _):
+            guard let envelope = try? MessageEnvelope.decode(context) else {
+                if options.includePlainEndpointInfo, options.filter.matches(namespace: "", type: "") {
+                    present(id, Message(content: context))
+                } else {
+                    logger.debug("ignoring an endpoint that is not a publication", metadata: ["endpoint": "\(id)"])
+                }
+                return
+            }
+            switch envelope {
+            case .message(let message):
+                guard options.filter.matches(namespace: message.namespace, type: message.type) else { return }
+                present(id, message)
+            case .descriptor(let descriptor):
+                guard options.filter.matches(namespace: descriptor.namespace, type: descriptor.type) else { return }
+                let cached = state.withLock { state -> Message? in
+                    if let message = state.fetched[descriptor] { return message }
+                    state.fetching[id] = (descriptor, 0)
+                    return nil
+                }
+                if let cached {
+                    present(id, cached)
+                } else {
+                    await pumpFetches(discoverer)
+                }
+            case .fetchRequest:
+                return
+            }
+        case .endpointLost(let id):
+            state.withLock { state in
+                state.fetching[id] = nil
+                if state.activeFetch == id { state.activeFetch = nil }
+            }
+            perform(state.withLock { $0.messages.sourceGone(id, at: .now) })
+            await pumpFetches(discoverer)
+        case .discoveryFailed(let medium, let error):
+            owner.report(error, medium: medium)
+        case .connectionRequested(let id, _, _, false):
+            if state.withLock({ $0.fetching[id] != nil }) {
+                try? await manager.accept(id)
+            } else {
+                try? await manager.reject(id)
+            }
+        case .connectionRequested(let id, _, _, true):
+            try? await manager.reject(id)
+        case .bytesReceived(let id, _, let data):
+            guard let pending = state.withLock({ $0.fetching[id] }) else { return }
+            guard case .message(let message)? = try? MessageEnvelope.decode(data), pending.descriptor.describes(message)
+            else {
+                logger.warning("a fetched message does not match its descriptor", metadata: ["endpoint": "\(id)"])
+                await manager.disconnect(from: id)
+                return
+            }
+            state.withLock { state in
+                state.fetching[id] = nil
+                state.fetched[pending.descriptor] = message
+                if state.activeFetch == id { state.activeFetch = nil }
+            }
+            logger.debug("fetched a message", metadata: ["endpoint": "\(id)", "bytes": "\(message.content.count)"])
+            await manager.disconnect(from: id)
+            present(id, message)
+            await pumpFetches(discoverer)
+        case .stateChanged(let id, .disconnected, _), .stateChanged(let id, .rejected, _):
+            await fetchFailed(id, discoverer)
+        default:
+            break
+        }
+    }
+
+    /// The most attempts at fetching one large message.
+    static let maximumFetchAttempts = 5
+
+    /// Starts the next fetch when none is running.
+    private func pumpFetches(_ discoverer: Discoverer) async {
+        let next = state.withLock { state -> String? in
+            guard state.activeFetch == nil, !state.stopped else { return nil }
+            guard let id = state.fetching.min(by: { $0.value.attempts < $1.value.attempts })?.key else { return nil }
+            state.activeFetch = id
+            state.fetching[id]?.attempts += 1
+            return id
+        }
+        guard let id = next else { return }
+        logger.debug("fetching a large message", metadata: ["endpoint": "\(id)"])
+        do {
+            try await discoverer.requestConnection(to: id, using: Data(MessageEnvelope.fetchRequest.bytes))
+        } catch {
+            logger.debug("cannot request a fetch", metadata: ["endpoint": "\(id)", "error": "\(error)"])
+            await fetchFailed(id, discoverer)
+        }
+    }
+
+    /// A fetch from `id` ended without the message: retry later (a few times), then give up.
+    private func fetchFailed(_ id: String, _ discoverer: Discoverer) async {
+        let attempts = state.withLock { state -> Int? in
+            guard state.activeFetch == id else { return nil }
+            state.activeFetch = nil
+            guard let pending = state.fetching[id] else { return nil }
+            if pending.attempts >= Self.maximumFetchAttempts {
+                state.fetching[id] = nil
+                return nil
+            }
+            return pending.attempts
+        }
+        if let attempts {
+            // Back off (with jitter) so that subscribers racing for one publisher spread out.
+            try? await Task.sleep(for: .milliseconds(Int.random(in: 200...600) * attempts))
+        }
+        await pumpFetches(discoverer)
+    }
+
+    private func present(_ id: String, _ message: Message) {
+        perform(state.withLock { $0.messages.present(id, message, at: .now) })
+    }
+
+    // MARK: - Delivery
+
+    private func perform(_ actions: [FoundLostTracker<String, Message>.Action]) {
+        for action in actions {
+            switch action {
+            case .found(let message): deliver(MessageEvent(kind: .found, message: message))
+            case .lost(let message): deliver(MessageEvent(kind: .lost, message: message))
+            }
+        }
+    }
+
+    private func perform(_ actions: [BeaconTracker.Action]) {
+        for action in actions {
+            switch action {
+            case .found(let beacon), .lost(let beacon):
+                let message = beacon.frame.message
+                guard options.filter.matches(namespace: message.namespace, type: message.type) else { continue }
+                let kind: MessageEvent.Kind = if case .found = action { .found } else { .lost }
+                deliver(MessageEvent(kind: kind, message: message, beacon: beacon))
+            }
+        }
+    }
+
+    private func deliver(_ event: MessageEvent) {
+        guard !state.withLock({ $0.stopped }) else { return }
+        logger.debug("message \(event.kind)", metadata: ["message": "\(event.message)"])
+        switch event.kind {
+        case .found: onFound?(event.message)
+        case .lost: onLost?(event.message)
+        }
+        fanOut.yield(event)
+    }
+}

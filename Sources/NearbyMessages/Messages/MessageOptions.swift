@@ -1,0 +1,158 @@
+import Foundation
+import NearbyCore
+
+/// How nearby devices discover each other: which mediums, and whether this side broadcasts, scans or both.
+public struct MessageStrategy: Sendable, Hashable {
+    /// The discovery mediums.
+    public struct Mediums: OptionSet, Sendable, Hashable {
+        /// The raw bits.
+        public let rawValue: Int
+        /// Creates a set from its bits.
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        /// Bluetooth Low Energy.
+        public static let ble = Mediums(rawValue: 1 << 1)
+        /// Wi-Fi LAN (DNS-SD and TCP).
+        public static let wifiLAN = Mediums(rawValue: 1 << 2)
+        /// Every medium.
+        public static let all: Mediums = [.ble, .wifiLAN]
+
+        var kinds: [MediumKind] {
+            (contains(.wifiLAN) ? [MediumKind.wifiLAN] : []) + (contains(.ble) ? [MediumKind.ble] : [])
+        }
+    }
+
+    /// Broadcast, scan, or both.
+    public struct Mode: OptionSet, Sendable, Hashable {
+        /// The raw bits (Google's values: broadcast 1, scan 2).
+        public let rawValue: Int
+        /// Creates a mode from its bits.
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        /// Make this device's publications discoverable.
+        public static let broadcast = Mode(rawValue: 1 << 0)
+        /// Look for other devices' publications.
+        public static let scan = Mode(rawValue: 1 << 1)
+        /// Both (the default).
+        public static let both: Mode = [.broadcast, .scan]
+    }
+
+    /// The mediums; default all. Mediums this build or machine cannot use are reported through the manager's
+    /// handlers and skipped.
+    public var mediums: Mediums
+    /// The mode; default both. Publications need `.broadcast`, subscriptions need `.scan` (this port carries the
+    /// message itself, not a pairing token, so the publisher must be the one that is discovered).
+    public var mode: Mode
+
+    /// Creates a strategy.
+    public init(mediums: Mediums = .all, mode: Mode = .both) {
+        self.mediums = mediums
+        self.mode = mode
+    }
+
+    /// All mediums, both modes.
+    public static let `default` = MessageStrategy()
+}
+
+/// What a subscription discovers.
+public struct DeviceTypes: OptionSet, Sendable, Hashable {
+    /// The raw bits (Google's values).
+    public let rawValue: Int
+    /// Creates a set from its bits.
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    /// Other devices publishing with swift-nearby or Nearby Connections (the default).
+    public static let nearbyDevices = DeviceTypes(rawValue: 1 << 0)
+    /// BLE beacons (Eddystone, iBeacon, AltBeacon).
+    public static let bleBeacons = DeviceTypes(rawValue: 1 << 1)
+}
+
+/// How beacons are scanned for.
+public struct BeaconStrategy: Sendable, Hashable {
+    /// Whether iBeacons (and AltBeacons) are reported; default true.
+    public var includeIBeacons: Bool
+    /// Whether a low scan duty cycle is preferred (slower discovery, less power); default true. It applies only
+    /// when iBeacons are not included, as in Google's API.
+    public var lowPowerPreferred: Bool
+    /// How long a beacon may go unseen before it is lost; default 10 s.
+    public var lostAfter: Duration
+
+    /// Creates a strategy.
+    public init(includeIBeacons: Bool = true, lowPowerPreferred: Bool = true, lostAfter: Duration = .seconds(10)) {
+        self.includeIBeacons = includeIBeacons
+        self.lowPowerPreferred = lowPowerPreferred
+        self.lostAfter = lostAfter
+    }
+
+    /// The scan settings this strategy asks of the scanner.
+    public var scanSettings: BeaconScanSettings {
+        BeaconScanSettings(lowDutyCycle: lowPowerPreferred && !includeIBeacons)
+    }
+
+    /// Whether frames of this kind are reported.
+    public func includes(_ frame: BeaconFrame) -> Bool {
+        switch frame {
+        case .iBeacon, .altBeacon: includeIBeacons
+        default: true
+        }
+    }
+}
+
+/// Options of a publication.
+public struct PublishOptions: Sendable {
+    /// The discovery strategy; default all mediums, both modes.
+    public var strategy: MessageStrategy
+    /// How long the publication lasts; default 300 s. `nil` publishes until cancelled.
+    public var ttl: Duration?
+    /// Called once when the TTL runs out and the publication stops.
+    public var onExpired: (@Sendable () -> Void)?
+    /// Advertise the content itself as the endpoint info, without the envelope, as apps following Google's
+    /// migration guide do; default false. Only for content of 1 to 131 bytes in the default namespace and type.
+    public var plainEndpointInfo: Bool
+
+    /// Creates options.
+    public init(
+        strategy: MessageStrategy = .default, ttl: Duration? = .seconds(300), onExpired: (@Sendable () -> Void)? = nil,
+        plainEndpointInfo: Bool = false
+    ) {
+        self.strategy = strategy
+        self.ttl = ttl
+        self.onExpired = onExpired
+        self.plainEndpointInfo = plainEndpointInfo
+    }
+}
+
+/// Options of a subscription.
+public struct SubscribeOptions: Sendable {
+    /// The discovery strategy for nearby devices; default all mediums, both modes.
+    public var strategy: MessageStrategy
+    /// How beacons are scanned for, when ``deviceTypes`` includes ``DeviceTypes/bleBeacons``.
+    public var beaconStrategy: BeaconStrategy
+    /// What to discover; default ``DeviceTypes/nearbyDevices``.
+    public var deviceTypes: DeviceTypes
+    /// Which messages to report; default every message.
+    public var filter: MessageFilter
+    /// How long the subscription lasts; default 300 s. `nil` subscribes until cancelled.
+    public var ttl: Duration?
+    /// How long a message stays found after its publisher stopped advertising (or went out of range); default 0.
+    public var lostAfter: Duration
+    /// Called once when the TTL runs out and the subscription stops.
+    public var onExpired: (@Sendable () -> Void)?
+    /// Deliver endpoint info that is not an envelope as a message of the default namespace and type (how apps
+    /// following Google's migration guide publish); default false, such endpoints are ignored.
+    public var includePlainEndpointInfo: Bool
+
+    /// Creates options.
+    public init(
+        strategy: MessageStrategy = .default, beaconStrategy: BeaconStrategy = BeaconStrategy(),
+        deviceTypes: DeviceTypes = .nearbyDevices, filter: MessageFilter = MessageFilter(),
+        ttl: Duration? = .seconds(300), lostAfter: Duration = .zero, onExpired: (@Sendable () -> Void)? = nil,
+        includePlainEndpointInfo: Bool = false
+    ) {
+        self.includePlainEndpointInfo = includePlainEndpointInfo
+        self.strategy = strategy
+        self.beaconStrategy = beaconStrategy
+        self.deviceTypes = deviceTypes
+        self.filter = filter
+        self.ttl = ttl
+        self.lostAfter = lostAfter
+        self.onExpired = onExpired
+    }
+}

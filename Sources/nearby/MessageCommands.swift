@@ -1,0 +1,354 @@
+import ArgumentParser
+import Foundation
+import Logging
+import NearbyCore
+import NearbyMessages
+import NearbyWire
+
+/// Options of the message commands beyond ``CommonOptions``.
+struct MessageOptions: ParsableArguments {
+    @Option(help: "The message namespace (default: the service's own, empty).")
+    var namespace: String = ""
+
+    @Option(help: "The message type (default: empty).")
+    var type: String = ""
+
+    @Flag(name: .customLong("ask-consent"), help: "Ask for consent on the terminal when it is not yet persisted.")
+    var askConsent = false
+}
+
+extension CommonOptions {
+    /// The message manager for this run. Running a command is consent for that run (the CLI contract); with
+    /// `--ask-consent` on a terminal the user is asked and the answer is persisted.
+    func makeMessageManager(askConsent: Bool, problems: @escaping @Sendable (NearbyError, _ fatal: Bool) -> Void) throws
+        -> (MessageManager, MessageStrategy)
+    {
+        let selected = Set(mediums.compactMap(MediumKind.init(rawValue:)))
+        var strategyMediums: MessageStrategy.Mediums = []
+        if selected.isEmpty || selected.contains(.wifiLAN) { strategyMediums.insert(.wifiLAN) }
+        if selected.contains(.ble) || (selected.isEmpty && hci != nil) { strategyMediums.insert(.ble) }
+        let onlyWiFi = strategyMediums == .wifiLAN
+        let grantForThisRun: PermissionRequestHandler = { @Sendable () async -> ConsentDecision in .grantForThisRun }
+        let request = askConsent ? terminalPermissionRequest : grantForThisRun
+        let manager = MessageManager(
+            serviceID: serviceID, debugLogging: verbose, logger: makeLogger(),
+            permissionRequest: request,
+            onBluetoothProblem: { problems($0, false) },
+            onMDNSProblem: { problems($0, onlyWiFi) },
+            onConsentProblem: { problems($0, true) })
+        return (manager, MessageStrategy(mediums: strategyMediums))
+    }
+}
+
+/// Collects the first fatal problem a handler reports, and warns about the others.
+final class ProblemSink: Sendable {
+    private let (stream, continuation) = AsyncStream<NearbyError>.makeStream()
+
+    func report(_ error: NearbyError, fatal: Bool) {
+        if fatal {
+            continuation.yield(error)
+        } else {
+            FileHandle.standardError.write(Data("nearby: warning: \(error.message)\n".utf8))
+        }
+    }
+
+    /// The first fatal problem.
+    func first() async -> NearbyError? {
+        for await error in stream { return error }
+        return nil
+    }
+}
+
+/// `nearby publish`: publish one message until interrupted or its TTL runs out.
+struct PublishCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "publish", abstract: "Publish a message to nearby subscribers until interrupted.")
+
+    @OptionGroup var common: CommonOptions
+    @OptionGroup var messageOptions: MessageOptions
+
+    @Option(help: "The message text (UTF-8).")
+    var message: String?
+
+    @Option(name: .customLong("message-hex"), help: "The message content as hex bytes.")
+    var messageHex: String?
+
+    @Option(help: "Stop after this many seconds (default 300).")
+    var ttl: Double = 300
+
+    @Flag(help: "Advertise the message bytes themselves as the endpoint info (Google's migration-guide form).")
+    var plain = false
+
+    func validate() throws {
+        guard (message == nil) != (messageHex == nil) else { throw ValidationError("give exactly one of --message and --message-hex") }
+        guard ttl > 0 else { throw ValidationError("--ttl must be positive") }
+    }
+
+    func run() async throws {
+        let output = EventOutput(json: common.json)
+        let sink = ProblemSink()
+        let (manager, strategy) = try common.makeMessageManager(askConsent: messageOptions.askConsent) { sink.report($0, fatal: $1) }
+        let content: Data
+        if let message {
+            content = Data(message.utf8)
+        } else {
+            do { content = Data(try Hex.decode(messageHex ?? "")) } catch { throw ValidationError("--message-hex: \(error.message)") }
+        }
+        let payload = Message(content: content, namespace: messageOptions.namespace, type: messageOptions.type)
+        let expired = AsyncStream<Void>.makeStream()
+        let publication: Publication
+        do {
+            publication = try await manager.publish(
+                payload,
+                options: PublishOptions(
+                    strategy: strategy, ttl: .milliseconds(Int(ttl * 1000)), onExpired: { expired.continuation.yield() },
+                    plainEndpointInfo: plain))
+        } catch let error as NearbyError {
+            throw CLIFailure("cannot publish: \(error.message)")
+        }
+        output.event(
+            "publishing",
+            ["endpoint_id": publication.endpointID, "size": payload.content.count, "namespace": payload.namespace,
+             "type": payload.type, "mediums": publication.mediums.map(\.rawValue)],
+            human: "publishing \(payload.content.count) bytes as \(publication.endpointID)")
+        let failure = await firstOf(
+            { await sink.first().map { CLIFailure("cannot publish: \($0.message)") } },
+            { _ = await Signals.waitForTermination(); return nil },
+            { for await _ in expired.stream { break }; return nil })
+        await publication.cancel()
+        if let failure { throw failure }
+    }
+}
+
+/// `nearby subscribe`: print messages as they are found and lost.
+struct SubscribeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "subscribe", abstract: "Print nearby messages as they are found and lost.")
+
+    @OptionGroup var common: CommonOptions
+
+    @Option(help: "Only messages of this namespace (with --type: and this type).")
+    var namespace: String?
+
+    @Option(help: "Only messages of this type (needs --namespace; default namespace when omitted).")
+    var type: String?
+
+    @Option(help: "Stop after this many seconds (default: run until interrupted).")
+    var timeout: Double?
+
+    @Flag(name: .customLong("ask-consent"), help: "Ask for consent on the terminal when it is not yet persisted.")
+    var askConsent = false
+
+    @Flag(help: "Also report advertisers whose endpoint info is the message itself (Google's migration-guide form).")
+    var plain = false
+
+    func run() async throws {
+        let output = EventOutput(json: common.json)
+        let sink = ProblemSink()
+        let (manager, strategy) = try common.makeMessageManager(askConsent: askConsent) { sink.report($0, fatal: $1) }
+        var filter = MessageFilter()
+        if namespace != nil || type != nil {
+            do {
+                filter = try MessageFilter.namespacedType(namespace ?? "", type)
+            } catch { throw ValidationError(error.message) }
+        }
+        let subscription: Subscription
+        do {
+            subscription = try await manager.subscribe(
+                options: SubscribeOptions(strategy: strategy, filter: filter, ttl: nil, includePlainEndpointInfo: plain))
+        } catch let error as NearbyError {
+            throw CLIFailure("cannot subscribe: \(error.message)")
+        }
+        let events = subscription.events
+        let printing = Task {
+            for await event in events {
+                let message = event.message
+                output.event(
+                    "message_\(event.kind.rawValue)",
+                    ["message": message.text ?? "", "message_hex": Hex.encode(message.content),
+                     "namespace": message.namespace, "type": message.type, "size": message.content.count],
+                    human: "\(event.kind): \(message.namespace)/\(message.type): \(message.text ?? Hex.encode(message.content))")
+            }
+        }
+        let timeout = self.timeout
+        let failure = await firstOf(
+            { await sink.first().map { CLIFailure("cannot subscribe: \($0.message)") } },
+            {
+                if let timeout {
+                    try? await Task.sleep(for: .milliseconds(Int(timeout * 1000)))
+                } else {
+                    _ = await Signals.waitForTermination()
+                }
+                return nil
+            })
+        await subscription.cancel()
+        printing.cancel()
+        if let failure { throw failure }
+    }
+}
+
+/// `nearby beacons`: print BLE beacons as they are found and lost.
+struct BeaconsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "beacons", abstract: "Print BLE beacons (Eddystone, iBeacon, AltBeacon) as they are found and lost.")
+
+    @Option(help: "BLE controller transport: tcp:HOST:PORT, uart:/dev/ttyX[@BAUD] or hci:N.")
+    var hci: String?
+
+    @Option(help: "Stop after this many seconds (default: run until interrupted).")
+    var timeout: Double?
+
+    @Option(name: .customLong("lost-after"), help: "Seconds a beacon may go unseen before it is lost (default 10).")
+    var lostAfter: Double = 10
+
+    @Option(help: "Decode advertising reports from this file instead of a controller: one 'ADDRESS RSSI HEX' per line.")
+    var replay: String?
+
+    @Flag(name: .customLong("no-ibeacons"), help: "Only Eddystone beacons.")
+    var noIBeacons = false
+
+    @Flag(help: "Print one JSON object per line.")
+    var json = false
+
+    @Flag(help: "Print the debug log on stderr.")
+    var verbose = false
+
+    func run() async throws {
+        if let replay {
+            return try await scan(ReplayReportSource(try ReplayReportSource.parse(fileAt: replay)))
+        }
+        guard let source = try Self.makeScanner(hci: hci) else {
+            throw CLIFailure("BLE scanning not available: this build has no BLE scanner for --hci \(hci ?? "(none)")")
+        }
+        try await scan(source)
+    }
+
+    /// The BLE scanner for `--hci`. None exists in this build yet; when the BLE medium provides one that conforms to
+    /// `AdvertisingReportSource`, return it here and the rest of the command works as is.
+    static func makeScanner(hci: String?) throws -> (any AdvertisingReportSource)? {
+        nil
+    }
+
+    /// Subscribes to beacons from `source` and prints `beacon_found` / `beacon_lost` until the timeout or a signal.
+    func scan(_ source: any AdvertisingReportSource) async throws {
+        let output = EventOutput(json: json)
+        let sink = ProblemSink()
+        var logger = Logger(label: "nearby") { label in StreamLogHandler.standardError(label: label) }
+        logger.logLevel = verbose ? .debug : .warning
+        let manager = MessageManager(
+            serviceID: "beacons", debugLogging: verbose, logger: logger,
+            permissionRequest: { @Sendable () async -> ConsentDecision in .grantForThisRun }, beaconSource: source,
+            onBluetoothProblem: { sink.report($0, fatal: true) })
+        let strategy = BeaconStrategy(includeIBeacons: !noIBeacons, lostAfter: .milliseconds(Int(lostAfter * 1000)))
+        let subscription = try await manager.subscribe(
+            options: SubscribeOptions(beaconStrategy: strategy, deviceTypes: .bleBeacons, ttl: nil))
+        let events = subscription.events
+        let printing = Task {
+            for await event in events where event.beacon != nil {
+                let name = event.kind == .found ? "beacon_found" : "beacon_lost"
+                var object = Self.fields(event)
+                object["event"] = name
+                if json {
+                    FileHandle.standardOutput.write(Data((EventOutput.encode(object) + "\n").utf8))
+                } else {
+                    output.event(name, [:], human: "\(event.kind): \(event.beacon?.frame.kind ?? "") \(event.beacon?.address ?? "")")
+                }
+            }
+        }
+        let timeout = self.timeout
+        let failure = await firstOf(
+            { await sink.first().map { CLIFailure("BLE scanning failed: \($0.message)") } },
+            {
+                if let timeout {
+                    try? await Task.sleep(for: .milliseconds(Int(timeout * 1000)))
+                } else {
+                    _ = await Signals.waitForTermination()
+                }
+                return nil
+            })
+        await subscription.cancel()
+        printing.cancel()
+        if let failure { throw failure }
+    }
+
+    /// The contract's fields of a beacon event.
+    static func fields(_ event: MessageEvent) -> [String: Any] {
+        guard let beacon = event.beacon else { return [:] }
+        var fields: [String: Any] = ["kind": beacon.frame.kind, "address": beacon.address, "rssi": beacon.rssi]
+        if let distance = beacon.estimatedDistance { fields["distance_m"] = (distance * 100).rounded() / 100 }
+        switch beacon.frame {
+        case .eddystoneUID(let namespace, let instance, let tx):
+            fields["namespace"] = Hex.encode(namespace); fields["instance"] = Hex.encode(instance); fields["tx_power"] = tx
+        case .eddystoneURL(let url, let tx):
+            fields["url"] = url; fields["tx_power"] = tx
+        case .eddystoneTLM(let t):
+            fields["version"] = 0; fields["battery_mv"] = Int(t.batteryMillivolts)
+            fields["temperature_c"] = t.temperatureCelsius ?? NSNull(); fields["adv_count"] = Int(t.advertisingCount)
+            fields["uptime_s"] = t.uptimeSeconds
+        case .eddystoneEncryptedTLM(let ciphertext, let salt, let mic):
+            fields["version"] = 1; fields["etlm_hex"] = Hex.encode(ciphertext); fields["salt"] = Int(salt); fields["mic"] = Int(mic)
+        case .eddystoneEID(let id, let tx):
+            fields["eid"] = Hex.encode(id); fields["tx_power"] = tx
+        case .iBeacon(let uuid, let major, let minor, let power):
+            fields["uuid"] = uuid.uuidString.lowercased(); fields["major"] = Int(major); fields["minor"] = Int(minor)
+            fields["tx_power"] = power
+        case .altBeacon(let manufacturer, let id, let power, let reserved):
+            fields["manufacturer"] = Int(manufacturer); fields["beacon_id"] = Hex.encode(id); fields["tx_power"] = power
+            fields["reserved"] = Int(reserved)
+        }
+        return fields
+    }
+}
+
+/// Advertising reports read from a file (`ADDRESS RSSI HEX` per line, `#` comments), yielded once each; the stream
+/// then stays open so that beacons are lost after their unseen time.
+struct ReplayReportSource: AdvertisingReportSource {
+    let reports: [AdvertisingReport]
+
+    init(_ reports: [AdvertisingReport]) { self.reports = reports }
+
+    static func parse(fileAt path: String) throws -> [AdvertisingReport] {
+        let text: String
+        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch { throw CLIFailure("cannot read \(path): \(error.localizedDescription)") }
+        var reports: [AdvertisingReport] = []
+        for (number, line) in text.split(separator: "\n").enumerated() {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard !fields.isEmpty, !fields[0].hasPrefix("#") else { continue }
+            guard fields.count == 3, let rssi = Int(fields[1]), let data = try? Hex.decode(String(fields[2])) else {
+                throw CLIFailure("\(path):\(number + 1): expected 'ADDRESS RSSI HEX'")
+            }
+            reports.append(AdvertisingReport(address: String(fields[0]), rssi: rssi, data: data))
+        }
+        return reports
+    }
+
+    func advertisingReports(_ settings: BeaconScanSettings) -> AsyncThrowingStream<AdvertisingReport, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<AdvertisingReport, any Error>.makeStream()
+        for report in reports { continuation.yield(report) }
+        return stream
+    }
+}
+
+/// Runs the bodies concurrently and returns the first one's result; the others are cancelled and left behind
+/// (some, like a signal wait, do not end on cancellation, and the command is about to exit).
+func firstOf<T: Sendable>(_ bodies: (@Sendable () async -> T)...) async -> T {
+    let race = TimeoutRace<T>()
+    let tasks = LockedTasks()
+    let result = try? await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        race.set(continuation)
+        for body in bodies {
+            tasks.append(Task { race.finish(.success(await body())) })
+        }
+    }
+    tasks.cancelAll()
+    return result!
+}
+
+/// Tasks to cancel together.
+final class LockedTasks: @unchecked Sendable {
+    private let lock = NSLock()
+    private var tasks: [Task<Void, Never>] = []
+
+    func append(_ task: Task<Void, Never>) { lock.withLock { tasks.append(task) } }
+    func cancelAll() { for task in lock.withLock({ tasks }) { task.cancel() } }
+}
