@@ -59,6 +59,26 @@ final class FakeReportSource: AdvertisingReportSource {
         await subscription.cancel()
     }
 
+    @Test("a listener that arrives after the first sightings starts with them, then gets live events once")
+    func lateListener() async throws {
+        let source = FakeReportSource()
+        let manager = try testManager("beacons-late", beaconSource: source)
+        let subscription = try await manager.subscribe(options: SubscribeOptions(
+            beaconStrategy: BeaconStrategy(includeIBeacons: true, lostAfter: .seconds(3)), deviceTypes: .bleBeacons))
+        source.continuation.yield(AdvertisingReport(address: "AA:BB", rssi: -65, data: hex(BeaconVectors.iBeacon)))
+        // Nobody listens yet; the sighting is processed meanwhile (well within the 3 s unseen time).
+        try await Task.sleep(for: .milliseconds(300))
+        let collector = EventCollector()
+        let collecting = collector.collect(subscription)
+        defer { collecting.cancel() }
+        #expect(await eventually { collector.events.count == 1 })
+        #expect(collector.events.first?.kind == .found && collector.events.first?.beacon?.address == "AA:BB")
+        source.continuation.yield(AdvertisingReport(address: "CC:DD", rssi: -60, data: hex(BeaconVectors.uidFull)))
+        #expect(await eventually { collector.events.filter { $0.kind == .lost }.count == 2 })
+        #expect(collector.events.filter { $0.kind == .found }.count == 2, "\(collector.events)")
+        await subscription.cancel()
+    }
+
     @Test("a type filter keeps only matching beacons")
     func filtered() async throws {
         let source = FakeReportSource()

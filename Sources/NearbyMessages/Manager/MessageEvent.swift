@@ -26,16 +26,43 @@ public struct MessageEvent: Sendable, Hashable {
     }
 }
 
-/// Fans events out to any number of `AsyncStream`s.
-final class EventFanOut<Element: Sendable>: Sendable {
-    private let state = Mutex<(subscribers: [UUID: AsyncStream<Element>.Continuation], finished: Bool)>(([:], false))
+/// Fans found/lost events out to any number of `AsyncStream`s. A stream made later starts with a `found` event for
+/// everything found and not yet lost (in the order it was found), so a listener that arrives after the first
+/// sightings misses nothing; registration and delivery share one lock, so nothing is seen twice or skipped.
+final class EventFanOut: Sendable {
+    private struct State {
+        var subscribers: [UUID: AsyncStream<MessageEvent>.Continuation] = [:]
+        var current: [EventKey: MessageEvent] = [:]
+        var order: [EventKey] = []
+        var finished = false
+    }
 
-    func stream() -> AsyncStream<Element> {
-        let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: .unbounded)
+    /// What a found event and its lost event share: the beacon (address and frame kind) or the message.
+    private enum EventKey: Hashable {
+        case beacon(address: String, kind: String)
+        case message(Message)
+
+        init(_ event: MessageEvent) {
+            if let beacon = event.beacon {
+                self = .beacon(address: beacon.address, kind: beacon.frame.kind)
+            } else {
+                self = .message(event.message)
+            }
+        }
+    }
+
+    private let state = Mutex(State())
+
+    func stream() -> AsyncStream<MessageEvent> {
+        let (stream, continuation) = AsyncStream<MessageEvent>.makeStream(bufferingPolicy: .unbounded)
         let key = UUID()
         let finished = state.withLock { state -> Bool in
-            if !state.finished { state.subscribers[key] = continuation }
-            return state.finished
+            guard !state.finished else { return true }
+            for eventKey in state.order {
+                if let event = state.current[eventKey] { continuation.yield(event) }
+            }
+            state.subscribers[key] = continuation
+            return false
         }
         if finished { continuation.finish() }
         continuation.onTermination = { [weak self] _ in
@@ -44,8 +71,17 @@ final class EventFanOut<Element: Sendable>: Sendable {
         return stream
     }
 
-    func yield(_ element: Element) {
-        for continuation in state.withLock({ Array($0.subscribers.values) }) { continuation.yield(element) }
+    func yield(_ event: MessageEvent) {
+        state.withLock { state in
+            let eventKey = EventKey(event)
+            switch event.kind {
+            case .found:
+                if state.current.updateValue(event, forKey: eventKey) == nil { state.order.append(eventKey) }
+            case .lost:
+                if state.current.removeValue(forKey: eventKey) != nil { state.order.removeAll { $0 == eventKey } }
+            }
+            for continuation in state.subscribers.values { continuation.yield(event) }
+        }
     }
 
     func finish() {

@@ -33,7 +33,7 @@ public final class Subscription: AsyncSequence, Sendable {
     private let logger: Logger
     private let onFound: (@Sendable (Message) -> Void)?
     private let onLost: (@Sendable (Message) -> Void)?
-    private let fanOut = EventFanOut<MessageEvent>()
+    private let fanOut = EventFanOut()
     private let state: Mutex<State>
     private let tasks = Mutex<[Task<Void, Never>]>([])
     private let owner: MessageManager
@@ -64,12 +64,14 @@ public final class Subscription: AsyncSequence, Sendable {
             messages: FoundLostTracker(lostAfter: options.lostAfter), beacons: BeaconTracker(strategy: options.beaconStrategy)))
     }
 
-    /// A new listener: every event from now on, until the subscription stops.
+    /// A new listener: first a `found` event for every message found and not yet lost, then every event from now
+    /// on, until the subscription stops.
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(subscription: self, base: fanOut.stream().makeAsyncIterator())
     }
 
-    /// Every event from now on as a stream, until the subscription stops. The stream does not keep the
+    /// A `found` event for every message found and not yet lost, then every event from now on, as a stream,
+    /// until the subscription stops. The stream does not keep the
     /// subscription alive: hold on to it (or iterate the subscription itself).
     public var events: AsyncStream<MessageEvent> { fanOut.stream() }
 
