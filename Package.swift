@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "NearbySecurity", targets: ["NearbySecurity"]),
         .library(name: "NearbyCore", targets: ["NearbyCore"]),
         .library(name: "NearbyWiFiLAN", targets: ["NearbyWiFiLAN"]),
+        .library(name: "NearbyBLE", targets: ["NearbyBLE"]),
         .library(name: "NearbyConnections", targets: ["NearbyConnections"]),
         .executable(name: "nearby", targets: ["nearby"]),
         .executable(name: "nearby-bench", targets: ["nearby-bench"]),
@@ -72,12 +73,23 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // The BLE medium: a user-space HCI host (H4 over TCP, UART or the HCI user channel), GAP, L2CAP LE
+        // credit-based channels, and Nearby BLE advertisements.
+        .target(
+            name: "NearbyBLE",
+            dependencies: [
+                "NearbyWire",
+                "NearbyCore",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The public API: ConnectionManager, Advertiser, Discoverer (async/await and Google-shaped delegates).
         .target(
             name: "NearbyConnections",
             dependencies: [
                 "NearbyCore",
                 "NearbyWiFiLAN",
+                "NearbyBLE",
                 "NearbyWire",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -143,6 +155,13 @@ let package = Package(
         .testTarget(
             name: "NearbyIntegrationTests",
             dependencies: ["NearbyConnections", "NearbyCore", "NearbyWire", "NearbySecurity", "NearbyTestSupport"]
+        ),
+        .testTarget(
+            name: "NearbyBLETests",
+            dependencies: [
+                "NearbyBLE", "NearbyConnections", "NearbyCore", "NearbyWire", "NearbyTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "NearbyWiFiLANTests",
