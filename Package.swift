@@ -115,6 +115,7 @@ let package = Package(
                 "NearbyWire",
                 "NearbySecurity",
                 "NearbyWiFiLAN",
+                "NearbyBLE",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
