@@ -6,6 +6,9 @@ struct AsyncGate: Sendable {
     private var busy = false
     private var waiters: [CheckedContinuation<Void, Never>] = []
 
+    /// Whether nobody holds or waits for the gate.
+    var isIdle: Bool { !busy && waiters.isEmpty }
+
     /// Tries to enter; returns `false` when the caller must wait with ``enqueue(_:)``.
     mutating func tryEnter() -> Bool {
         if busy { return false }

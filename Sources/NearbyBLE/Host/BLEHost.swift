@@ -60,6 +60,7 @@ public actor BLEHost {
         var creditWaiters: [CheckedContinuation<Void, any Error>] = []
         var sendGate = AsyncGate()
         var closedError: NearbyError? = nil
+        var sendGateIdle: Bool { sendGate.isIdle }
         var isClosed = false
     }
 
@@ -453,6 +454,11 @@ public actor BLEHost {
                 aclCredits -= 1
             } else {
                 try await withCheckedThrowingContinuation { aclWaiters.append($0) }
+                guard connections[handle] != nil else {
+                    aclCredits = min(aclBufferCount, aclCredits + 1)
+                    wakeACLWaiters()
+                    throw NearbyError(.endpointIoError, "the LE connection \(handle) is gone")
+                }
             }
             connections[handle]?.packetsInFlight += 1
             try transport.write(H4Packet.acl(fragment.encoded).encoded)
@@ -922,6 +928,7 @@ public actor BLEHost {
             sendSignal(handle: key.handle, .disconnectionRequest(identifier: nextIdentifier(), destinationCID: record.remoteCID, sourceCID: key.localCID))
         }
         failChannel(key, nil)
+        if let record = channels[key], record.inbound.isEmpty, record.sendGateIdle { channels[key] = nil }
         if disconnectLink, connections[key.handle]?.isCentral == true,
             !channels.keys.contains(where: { $0.handle == key.handle })
         {
