@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "NearbySecurity", targets: ["NearbySecurity"]),
         .library(name: "NearbyCore", targets: ["NearbyCore"]),
         .library(name: "NearbyWiFiLAN", targets: ["NearbyWiFiLAN"]),
+        .library(name: "NearbyBLE", targets: ["NearbyBLE"]),
         .library(name: "NearbyConnections", targets: ["NearbyConnections"]),
         .library(name: "NearbyMessages", targets: ["NearbyMessages"]),
         .executable(name: "nearby", targets: ["nearby"]),
@@ -73,12 +74,23 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // The BLE medium: a user-space HCI host (H4 over TCP, UART or the HCI user channel), GAP, L2CAP LE
+        // credit-based channels, and Nearby BLE advertisements.
+        .target(
+            name: "NearbyBLE",
+            dependencies: [
+                "NearbyWire",
+                "NearbyCore",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The public API: ConnectionManager, Advertiser, Discoverer (async/await and Google-shaped delegates).
         .target(
             name: "NearbyConnections",
             dependencies: [
                 "NearbyCore",
                 "NearbyWiFiLAN",
+                "NearbyBLE",
                 "NearbyWire",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -117,6 +129,7 @@ let package = Package(
                 "NearbyWire",
                 "NearbySecurity",
                 "NearbyWiFiLAN",
+                "NearbyBLE",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -168,6 +181,13 @@ let package = Package(
             name: "NearbyMessagesTests",
             dependencies: [
                 "NearbyMessages", "NearbyConnections", "NearbyCore", "NearbyWire", "NearbyWiFiLAN", "NearbyTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "NearbyBLETests",
+            dependencies: [
+                "NearbyBLE", "NearbyConnections", "NearbyCore", "NearbyWire", "NearbyTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -15,6 +15,8 @@ swift build --build-tests
 
 export NEARBY_REPO_ROOT="$repo_root"
 export NEARBY_ORACLE_PYTHON="$repo_root/.venv/bin/python"
+# The Python with bumble==0.0.236 that the BLE tests run their virtual controllers and peers with.
+export NEARBY_BLE_PYTHON="$repo_root/.venv/bin/python"
 
 # Tests run one at a time: several suites share one avahi-daemon and real sockets, and keep-alive tests must not
 # be starved by parallel CPU-heavy transfers on a 2-core machine.

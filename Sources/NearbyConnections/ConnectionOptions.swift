@@ -1,7 +1,9 @@
 import Foundation
 import Logging
+import NearbyBLE
 import NearbyCore
 import NearbyWiFiLAN
+import NearbyWire
 
 /// Settings of a ``ConnectionManager`` beyond Google's API.
 public struct ConnectionOptions: Sendable {
@@ -28,5 +30,29 @@ public struct ConnectionOptions: Sendable {
         self.keepAlive = keepAlive
         self.listenPort = listenPort
         self.logger = logger
+    }
+
+    /// The mediums for a set of kinds: Wi-Fi LAN through Avahi and TCP, BLE through the HCI controller `hci`
+    /// names (`tcp:HOST:PORT`, `uart:/dev/ttyX[@BAUD]` or `hci:N`, see ``NearbyBLE/HCITransportSpec``).
+    ///
+    /// With `kinds` empty: Wi-Fi LAN, plus BLE when `hci` is given. The order is Wi-Fi LAN first, then BLE.
+    /// - Throws: ``NearbyWire/NearbyError`` `.invalidArgument` when BLE is asked for without `hci` or `hci` does not
+    ///   parse. The controller is opened on first use, so an unreachable one is reported by advertising,
+    ///   discovery or connecting, not here.
+    public static func mediums(
+        _ kinds: Set<MediumKind>, hci: String?, logger: Logger
+    ) throws -> [any NearbyCore.Medium] {
+        let wantsWiFi = kinds.isEmpty || kinds.contains(.wifiLAN)
+        let wantsBLE = kinds.contains(.ble) || (kinds.isEmpty && hci != nil)
+        var mediums: [any NearbyCore.Medium] = []
+        if wantsWiFi { mediums.append(WiFiLANMedium(logger: logger)) }
+        if wantsBLE {
+            guard let hci else {
+                throw NearbyError(
+                    .invalidArgument, "the BLE medium needs an HCI controller: tcp:HOST:PORT, uart:/dev/ttyX[@BAUD] or hci:N")
+            }
+            mediums.append(try BLEMedium(hci: hci, logger: logger))
+        }
+        return mediums
     }
 }

@@ -45,7 +45,9 @@ struct AdvertiseCommand: AsyncParsableCommand {
                 "advertising",
                 ["endpoint_id": manager.localEndpointID, "port": advertising.port ?? 0, "service_type": serviceType,
                  "medium": advertising.medium.rawValue, "discoverable": advertising.discoverabilityProblem == nil],
-                human: "advertising as \(manager.localEndpointID) on port \(advertising.port ?? 0) (\(serviceType))")
+                human: advertising.medium == .ble
+                    ? "advertising as \(manager.localEndpointID) over BLE (\(advertising.advertisedName))"
+                    : "advertising as \(manager.localEndpointID) on port \(advertising.port ?? 0) (\(serviceType))")
             if let problem = advertising.discoverabilityProblem {
                 FileHandle.standardError.write(Data("nearby: warning: \(problem.message)\n".utf8))
             }

@@ -38,6 +38,9 @@ struct CommonOptions: ParsableArguments {
         for medium in mediums where MediumKind(rawValue: medium) == nil {
             throw ValidationError("--medium must be wifi-lan or ble, got '\(medium)'")
         }
+        if mediums.contains(MediumKind.ble.rawValue), hci == nil {
+            throw ValidationError("--medium ble needs --hci tcp:HOST:PORT, uart:/dev/ttyX[@BAUD] or hci:N")
+        }
     }
 
     var parsedStrategy: Strategy { Strategy(rawValue: strategy) ?? .pointToPoint }
@@ -56,12 +59,16 @@ struct CommonOptions: ParsableArguments {
     /// The manager for this run, with the mediums the options select.
     func makeManager(receiveDirectory: URL, listenPort: Int? = nil) throws -> ConnectionManager {
         let selected = Set(mediums.compactMap(MediumKind.init(rawValue:)))
-        if selected.contains(.ble) {
-            throw CLIFailure("the BLE medium is not available yet in this build; use --medium wifi-lan")
-        }
         let logger = makeLogger()
+        let selectedMediums: [any NearbyCore.Medium]
+        do {
+            selectedMediums = try ConnectionOptions.mediums(selected, hci: hci, logger: logger)
+        } catch let error as NearbyError {
+            throw CLIFailure(error.message)
+        }
         let options = ConnectionOptions(
-            receiveDirectory: receiveDirectory, keepAlive: keepAlive, listenPort: listenPort, logger: logger)
+            mediums: selectedMediums, receiveDirectory: receiveDirectory, keepAlive: keepAlive, listenPort: listenPort,
+            logger: logger)
         return ConnectionManager(serviceID: serviceID, strategy: parsedStrategy, options: options)
     }
 }

@@ -1,0 +1,92 @@
+import NearbyWire
+
+/// One HCI packet as it travels over an H4 transport (UART framing: a 1-byte packet indicator, then the packet).
+public enum H4Packet: Sendable, Hashable {
+    /// A command (indicator 0x01): 2-byte opcode, 1-byte parameter length, parameters.
+    case command([UInt8])
+    /// ACL data (indicator 0x02): 2-byte handle and flags, 2-byte length, data.
+    case acl([UInt8])
+    /// SCO data (indicator 0x03), ignored by this host.
+    case sco([UInt8])
+    /// An event (indicator 0x04): 1-byte code, 1-byte parameter length, parameters.
+    case event([UInt8])
+    /// ISO data (indicator 0x05), ignored by this host.
+    case iso([UInt8])
+
+    /// The bytes on the wire, indicator included.
+    public var encoded: [UInt8] {
+        switch self {
+        case .command(let body): [0x01] + body
+        case .acl(let body): [0x02] + body
+        case .sco(let body): [0x03] + body
+        case .event(let body): [0x04] + body
+        case .iso(let body): [0x05] + body
+        }
+    }
+}
+
+/// Splits an H4 byte stream, delivered in arbitrary pieces, into packets.
+///
+/// A value-type state machine: ``append(_:)`` buffers bytes and ``next()`` returns the next complete packet. An
+/// unknown packet indicator is a stream error (H4 has no way to resynchronise), reported by throwing.
+/// ACL lengths up to 65535 are accepted (some controllers, and the Bumble emulator, never fragment towards the host).
+public struct H4Deframer: Sendable {
+    private var buffer: [UInt8] = []
+    private var start = 0
+
+    /// Creates an empty deframer.
+    public init() {}
+
+    /// The number of buffered bytes that do not yet form a packet.
+    public var bufferedByteCount: Int { buffer.count - start }
+
+    /// Adds bytes read from the transport.
+    public mutating func append(_ bytes: some Sequence<UInt8>) {
+        if start > 0 && start == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            start = 0
+        }
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// The next complete packet, or `nil` when more bytes are needed.
+    /// - Throws: ``NearbyWire/NearbyError`` `.malformedHCIPacket` for an unknown packet indicator.
+    public mutating func next() throws -> H4Packet? {
+        let available = buffer.count - start
+        guard available >= 1 else { return nil }
+        let indicator = buffer[start]
+        let headerLength: Int
+        switch indicator {
+        case 0x01, 0x03: headerLength = 3
+        case 0x02, 0x05: headerLength = 4
+        case 0x04: headerLength = 2
+        default:
+            throw NearbyError(.malformedHCIPacket, "unknown H4 packet indicator 0x\(String(indicator, radix: 16))")
+        }
+        guard available >= 1 + headerLength else { return nil }
+        let h = start + 1
+        let payloadLength: Int
+        switch indicator {
+        case 0x01: payloadLength = Int(buffer[h + 2])
+        case 0x02: payloadLength = Int(buffer[h + 2]) | Int(buffer[h + 3]) << 8
+        case 0x03: payloadLength = Int(buffer[h + 2])
+        case 0x04: payloadLength = Int(buffer[h + 1])
+        default: payloadLength = (Int(buffer[h + 2]) | Int(buffer[h + 3]) << 8) & 0x3FFF
+        }
+        let total = headerLength + payloadLength
+        guard available >= 1 + total else { return nil }
+        let body = Array(buffer[h..<(h + total)])
+        start = h + total
+        if start > 65_536 && start * 2 > buffer.count {
+            buffer.removeFirst(start)
+            start = 0
+        }
+        switch indicator {
+        case 0x01: return .command(body)
+        case 0x02: return .acl(body)
+        case 0x03: return .sco(body)
+        case 0x04: return .event(body)
+        default: return .iso(body)
+        }
+    }
+}

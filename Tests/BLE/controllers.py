@@ -1,0 +1,89 @@
+"""Starts N linked Bumble virtual LE controllers, each an H4-over-TCP server on 127.0.0.1.
+
+Usage: controllers.py N [--debug]
+Prints "READY port1 port2 ..." on stdout once every controller listens, then runs until killed.
+Ports are chosen by the kernel (bind to port 0) and retried on collision.
+HCI_Reset is made to drop LE state (Bumble's own reset keeps it), so each host starts clean.
+"""
+import asyncio
+import os
+import logging
+import socket
+import sys
+
+from bumble import hci, ll
+from bumble.controller import Controller
+from bumble.link import LocalLink
+from bumble.transport import open_transport
+
+
+class ResettingController(Controller):
+    def on_hci_reset_command(self, command):
+        for connection in list(self.le_connections.values()):
+            try:
+                connection.send_ll_control_pdu(
+                    ll.TerminateInd(hci.HCI_ErrorCode.REMOTE_USER_TERMINATED_CONNECTION_ERROR))
+            except Exception:
+                pass
+        self.le_connections.clear()
+        try:
+            self.le_legacy_advertiser.stop()
+        except Exception:
+            pass
+        for advertising_set in self.advertising_sets.values():
+            try:
+                advertising_set.stop()
+            except Exception:
+                pass
+        self.advertising_sets.clear()
+        self.le_scan_enable = False
+        self.pending_le_connection = None
+        return super().on_hci_reset_command(command)
+
+
+WATCHDOGS = []
+
+
+async def exit_with_parent():
+    """Ends this process when the test process that started it goes away (even if it was killed)."""
+    parent = os.getppid()
+    while os.getppid() == parent:
+        await asyncio.sleep(0.5)
+    os._exit(0)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+async def main(count):
+    WATCHDOGS.append(asyncio.get_running_loop().create_task(exit_with_parent()))
+    link = LocalLink()
+    keep = []
+    ports = []
+    for index in range(count):
+        for _ in range(20):
+            port = free_port()
+            try:
+                transport = await open_transport(f'tcp-server:127.0.0.1:{port}')
+                break
+            except OSError:
+                continue
+        else:
+            raise SystemExit('no free port')
+        controller = ResettingController(
+            f'C{index}', host_source=transport.source, host_sink=transport.sink, link=link,
+            public_address=f'F0:F1:F2:F3:F4:{index:02X}')
+        keep.append((transport, controller))
+        ports.append(port)
+    print('READY', *ports, flush=True)
+    await asyncio.get_running_loop().create_future()
+
+
+if __name__ == '__main__':
+    arguments = sys.argv[1:]
+    logging.basicConfig(level=logging.DEBUG if '--debug' in arguments else logging.ERROR)
+    numbers = [int(a) for a in arguments if a.isdigit()]
+    asyncio.run(main(numbers[0] if numbers else 2))

@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+
+/// The `nearby` CLI with `--medium ble --hci tcp:...`: advertise in one process, send from another.
+@Suite(
+    "nearby CLI over BLE", .serialized,
+    .enabled(if: BLETestEnvironment.bumbleTestsEnabled, "needs <repo>/.venv with bumble (scripts/install-deps.sh)"))
+struct BLECLITests {
+    static func nearbyExecutable() throws -> String {
+        var candidates: [String] = []
+        if let cli = ProcessInfo.processInfo.environment["NEARBY_CLI"] { candidates.append(cli) }
+        if let runner = CommandLine.arguments.first {
+            candidates.append(URL(fileURLWithPath: runner).deletingLastPathComponent().appendingPathComponent("nearby").path)
+        }
+        candidates.append(BLETestEnvironment.repoRoot + "/.build/debug/nearby")
+        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw RigFailure("the nearby executable is not built (looked at \(candidates))")
+        }
+        return found
+    }
+
+    @Test func advertiseAndSendOverBLE() async throws {
+        let nearby = try Self.nearbyExecutable()
+        let controllers = try await VirtualControllers.start(2)
+        defer { controllers.stop() }
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-ble-cli-\(UUID().uuidString.prefix(8))")
+        let inbox = scratch.appendingPathComponent("inbox")
+        try FileManager.default.createDirectory(at: inbox, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let file = scratch.appendingPathComponent("payload.bin")
+        try Data(patternBytes(150_000, seed: 77)).write(to: file)
+
+        let advertiser = try RigProcess([
+            nearby, "advertise", "--service-id", "com.example.ble.cli", "--name", "kiosk", "--accept", "--json",
+            "--receive-dir", inbox.path, "--medium", "ble", "--hci", controllers.hci(0),
+        ])
+        defer { advertiser.kill() }
+        _ = try await advertiser.waitForLine("{\"discoverable\":true")
+        let sender = try RigProcess([
+            nearby, "send", "--service-id", "com.example.ble.cli", "--to-name", "kiosk", "--name", "laptop", "--accept",
+            "--json", "--bytes", "hello over ble", "--file", file.path, "--medium", "ble", "--hci", controllers.hci(1),
+        ])
+        defer { sender.kill() }
+        _ = try await eventually(120, "the sender to exit") { sender.isRunning ? nil : true }
+        #expect(sender.output.contains("\"event\":\"payload_sent\""), "\(sender.output.suffix(2000))")
+        let received = inbox.appendingPathComponent("payload.bin")
+        _ = try await eventually(30, "the file at the advertiser") {
+            advertiser.output.contains("\"path\":\"\(received.path)\"") ? true : nil
+        }
+        #expect(try Data(contentsOf: received) == Data(patternBytes(150_000, seed: 77)))
+        #expect(advertiser.output.contains("\"size\":14,\"type\":\"bytes\""))
+    }
+
+    @Test func bleWithoutHCIIsAUsageError() async throws {
+        let nearby = try Self.nearbyExecutable()
+        let process = try RigProcess([nearby, "discover", "--service-id", "x", "--medium", "ble", "--timeout", "1"])
+        _ = try await eventually(30, "the CLI to exit") { process.isRunning ? nil : true }
+        #expect(process.output.contains("--hci"))
+    }
+}

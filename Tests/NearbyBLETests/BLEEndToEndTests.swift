@@ -1,0 +1,133 @@
+import Foundation
+import NearbyBLE
+import NearbyConnections
+import NearbyCore
+import Synchronization
+import Testing
+
+/// Every event a manager reported.
+final class EventLog: Sendable {
+    private final class Storage: Sendable {
+        let events = Mutex<[ConnectionEvent]>([])
+    }
+
+    private let storage = Storage()
+    private let task = Mutex<Task<Void, Never>?>(nil)
+
+    init(_ stream: AsyncStream<ConnectionEvent>) {
+        let storage = self.storage
+        let consumer = Task {
+            for await event in stream { storage.events.withLock { $0.append(event) } }
+        }
+        task.withLock { $0 = consumer }
+    }
+
+    var all: [ConnectionEvent] { storage.events.withLock { $0 } }
+
+    func wait<Value>(_ what: String, _ seconds: Double = 60, _ match: @escaping (ConnectionEvent) -> Value?) async throws -> Value {
+        do {
+            return try await eventually(seconds, what) { all.compactMap(match).first }
+        } catch {
+            throw RigFailure("\(error); events: \(all.suffix(10).map { String("\($0)".prefix(200)) })")
+        }
+    }
+
+    deinit { task.withLock { $0?.cancel() } }
+}
+
+/// Two of our stacks on two linked virtual controllers: discovery over BLE, a connection over an L2CAP CoC, the
+/// full lifecycle (UKEY2, encryption, payloads) through ``ConnectionManager``.
+@Suite(
+    "Two swift-nearby stacks over BLE", .serialized,
+    .enabled(if: BLETestEnvironment.bumbleTestsEnabled, "needs <repo>/.venv with bumble (scripts/install-deps.sh)"))
+struct BLEEndToEndTests {
+    func manager(_ controllers: VirtualControllers, _ index: Int, directory: URL) throws -> (ConnectionManager, EventLog, BLEMedium) {
+        let logger = BLETestEnvironment.logger("peer\(index)")
+        let medium = BLEMedium(configuration: .init(transport: controllers.spec(index)), logger: logger)
+        let options = ConnectionOptions(mediums: [medium], receiveDirectory: directory, logger: logger)
+        let manager = ConnectionManager(serviceID: "com.example.ble.e2e", strategy: .pointToPoint, options: options)
+        return (manager, EventLog(manager.events), medium)
+    }
+
+    func run(advertiserName: String) async throws {
+        let controllers = try await VirtualControllers.start(2)
+        defer { controllers.stop() }
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-ble-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let (a, aLog, aMedium) = try manager(controllers, 0, directory: scratch)
+        let (b, bLog, bMedium) = try manager(controllers, 1, directory: scratch)
+        let advertiser = Advertiser(connectionManager: a)
+        let sessions = try await advertiser.startAdvertising(using: Data(advertiserName.utf8))
+        #expect(sessions.first?.medium == .ble)
+        let discoverer = Discoverer(connectionManager: b)
+        try await discoverer.startDiscovery()
+        let wanted = a.localEndpointID
+        let found = try await bLog.wait("discovery of \(wanted)") { event -> EndpointID? in
+            if case .endpointFound(let id, let context, let medium) = event, id == wanted {
+                #expect(medium == .ble)
+                #expect(context == Data(advertiserName.utf8))
+                return id
+            }
+            return nil
+        }
+        try await discoverer.requestConnection(to: found, using: Data("discoverer".utf8))
+        let (aPeer, aCode) = try await aLog.wait("request at the advertiser") { event -> (EndpointID, VerificationCode)? in
+            if case .connectionRequested(let id, _, let code, _) = event { return (id, code) }
+            return nil
+        }
+        let bCode = try await bLog.wait("request at the discoverer") { event -> VerificationCode? in
+            if case .connectionRequested(_, _, let code, _) = event { return code }
+            return nil
+        }
+        #expect(aCode == bCode)
+        try await a.accept(aPeer)
+        try await b.accept(found)
+        _ = try await bLog.wait("connected") { event -> Bool? in
+            if case .stateChanged(found, .connected, _) = event { return true }
+            return nil
+        }
+        _ = try await aLog.wait("connected") { event -> Bool? in
+            if case .stateChanged(aPeer, .connected, _) = event { return true }
+            return nil
+        }
+
+        let bytes = Data(patternBytes(3000, seed: 9))
+        _ = try await b.send(bytes, to: found)
+        let received = try await aLog.wait("bytes") { event -> Data? in
+            if case .bytesReceived(_, _, let data) = event { return data }
+            return nil
+        }
+        #expect(received == bytes)
+
+        let fileContents = Data(patternBytes(1_000_000, seed: 10))
+        let source = scratch.appendingPathComponent("source.bin")
+        try fileContents.write(to: source)
+        _ = try await a.sendResource(at: source, withName: "one-megabyte.bin", to: aPeer)
+        let url = try await bLog.wait("the file", 240) { event -> URL? in
+            if case .fileReceived(_, _, let url, _) = event { return url }
+            return nil
+        }
+        #expect(try Data(contentsOf: url) == fileContents)
+
+        await b.disconnect(from: found)
+        _ = try await aLog.wait("disconnected") { event -> Bool? in
+            if case .stateChanged(aPeer, .disconnected, _) = event { return true }
+            return nil
+        }
+        await discoverer.stopDiscovery()
+        await advertiser.stopAdvertising()
+        await a.shutdown()
+        await b.shutdown()
+        await aMedium.shutdown()
+        await bMedium.shutdown()
+    }
+
+    @Test func fastAdvertisementConnectionBytesAndOneMegabyteFile() async throws {
+        try await run(advertiserName: "short")
+    }
+
+    @Test func extendedAdvertisementWithPSMConnects() async throws {
+        try await run(advertiserName: String(repeating: "long endpoint info ", count: 3))
+    }
+}
