@@ -100,6 +100,7 @@ let package = Package(
         .target(
             name: "NearbyMessages",
             dependencies: [
+                "NearbyBLE",
                 "NearbyConnections",
                 "NearbyCore",
                 "NearbyWire",
@@ -187,7 +188,7 @@ let package = Package(
         .testTarget(
             name: "NearbyBLETests",
             dependencies: [
-                "NearbyBLE", "NearbyConnections", "NearbyCore", "NearbyWire", "NearbyTestSupport",
+                "NearbyBLE", "NearbyMessages", "NearbyConnections", "NearbyCore", "NearbyWire", "NearbyTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

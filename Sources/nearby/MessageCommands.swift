@@ -218,15 +218,19 @@ struct BeaconsCommand: AsyncParsableCommand {
             return try await scan(ReplayReportSource(try ReplayReportSource.parse(fileAt: replay)))
         }
         guard let source = try Self.makeScanner(hci: hci) else {
-            throw CLIFailure("BLE scanning not available: this build has no BLE scanner for --hci \(hci ?? "(none)")")
+            throw ValidationError("nearby beacons needs --hci TRANSPORT (a Bluetooth controller) or --replay FILE")
         }
         try await scan(source)
     }
 
-    /// The BLE scanner for `--hci`. None exists in this build yet; when the BLE medium provides one that conforms to
-    /// `AdvertisingReportSource`, return it here and the rest of the command works as is.
+    /// The BLE scanner for `--hci` (NearbyBLE's user-space HCI host), or `nil` without `--hci`.
     static func makeScanner(hci: String?) throws -> (any AdvertisingReportSource)? {
-        nil
+        guard let hci else { return nil }
+        do {
+            return try BLEBeaconScanner(hci: hci)
+        } catch {
+            throw ValidationError("\((error as? NearbyError)?.message ?? "\(error)")")
+        }
     }
 
     /// Subscribes to beacons from `source` and prints `beacon_found` / `beacon_lost` until the timeout or a signal.

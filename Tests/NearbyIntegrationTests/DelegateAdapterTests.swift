@@ -90,7 +90,7 @@ struct DelegateAdapterTests {
             "advertiser saw \(advertiserSide.entries); discoverer saw \(discovererSide.entries)")
         #expect(discovererSide.entries.contains(expected))
         if accept {
-            await discoveringManager.send(Data("hi".utf8), to: [advertisingManager.localEndpointID])
+            discoveringManager.send(Data("hi".utf8), to: [advertisingManager.localEndpointID])
             try await waitUntil { advertiserSide.entries.contains("data:hi") }
             #expect(advertiserSide.entries.contains("data:hi"))
         }

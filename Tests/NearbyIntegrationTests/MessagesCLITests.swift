@@ -135,12 +135,15 @@ extension WiFiLANIntegration {
             }
         }
 
-        @Test("nearby beacons without a BLE scanner fails with a clear reason")
+        @Test("nearby beacons with a controller that cannot be opened fails with a clear reason; without --hci it is a usage error")
         func beaconsUnavailable() async throws {
             try await withScratch(timeout: 30, "CLI beacons") { scratch in
-                let beacons = try scratch.launchCLI("beacons", ["beacons", "--hci", "tcp:127.0.0.1:1", "--timeout", "1"])
+                let beacons = try scratch.launchCLI("beacons", ["beacons", "--hci", "tcp:127.0.0.1:1", "--timeout", "5"])
                 #expect(try await beacons.waitForExit() == 1)
-                #expect(beacons.diagnostics.contains("BLE scanning not available"), "\(beacons.diagnostics)")
+                #expect(beacons.diagnostics.contains("cannot open the Bluetooth controller at tcp:127.0.0.1:1"), "\(beacons.diagnostics)")
+                let usage = try scratch.launchCLI("beacons-usage", ["beacons", "--timeout", "1"])
+                #expect(try await usage.waitForExit() == 2)
+                #expect(usage.diagnostics.contains("--hci"), "\(usage.diagnostics)")
             }
         }
     }
