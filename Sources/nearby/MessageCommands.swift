@@ -32,7 +32,7 @@ extension CommonOptions {
         let request = askConsent ? terminalPermissionRequest : grantForThisRun
         let manager = MessageManager(
             serviceID: serviceID, debugLogging: verbose, logger: makeLogger(),
-            permissionRequest: request,
+            permissionRequest: request, mediums: MessageManager.mediums(hci: hci),
             onBluetoothProblem: { problems($0, false) },
             onMDNSProblem: { problems($0, onlyWiFi) },
             onConsentProblem: { problems($0, true) })

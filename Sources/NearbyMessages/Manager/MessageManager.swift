@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NearbyBLE
 import NearbyConnections
 import NearbyCore
 import NearbyWiFiLAN
@@ -7,7 +8,8 @@ import NearbyWire
 import Synchronization
 
 /// Creates the medium of a kind for a publication or subscription. The default makes Wi-Fi LAN mediums and throws
-/// ``NearbyWire/NearbyError/Code/bluetoothUnavailable`` for BLE; plug the BLE medium in here.
+/// ``NearbyWire/NearbyError/Code/bluetoothUnavailable`` for BLE; ``MessageManager/mediums(hci:)`` adds BLE on a
+/// Bluetooth controller.
 public typealias MediumProvider = @Sendable (_ kind: MediumKind, _ logger: Logger) throws -> any NearbyCore.Medium
 
 /// The entry point of Nearby Messages: publish and subscribe to small messages between nearby devices, without any
@@ -98,6 +100,21 @@ public final class MessageManager: Sendable {
             return WiFiLANMedium(logger: logger)
         case .ble:
             throw NearbyError(.bluetoothUnavailable, "no Bluetooth controller: no BLE medium is configured (no HCI transport)")
+        }
+    }
+
+    /// Wi-Fi LAN mediums, and BLE mediums on the Bluetooth controller `hci` names (`tcp:HOST:PORT`,
+    /// `uart:/dev/ttyX[@BAUD]` or `hci:N`); without `hci`, BLE throws
+    /// ``NearbyWire/NearbyError/Code/bluetoothUnavailable`` as with ``defaultMediums``.
+    public static func mediums(hci: String?) -> MediumProvider {
+        { kind, logger in
+            guard kind == .ble else { return try defaultMediums(kind, logger) }
+            guard let hci else { return try defaultMediums(kind, logger) }
+            do {
+                return try BLEMedium(hci: hci, logger: logger)
+            } catch {
+                throw NearbyError(.bluetoothUnavailable, "cannot use the Bluetooth controller at \(hci)", cause: error)
+            }
         }
     }
 
