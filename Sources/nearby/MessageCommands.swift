@@ -42,6 +42,21 @@ extension CommonOptions {
 
 /// Collects the first fatal problem a handler reports, and warns about the others.
 final class ProblemSink: Sendable {
+    /// Waits for the first fatal problem (returned as a failure named with `prefix`), the timeout (seconds; `nil`
+    /// waits for SIGINT/SIGTERM) or a termination signal, whichever comes first.
+    func firstFailure(prefix: String, timeout: Double?) async -> CLIFailure? {
+        await firstOf(
+            { await self.first().map { CLIFailure("\(prefix): \($0.message)") } },
+            {
+                if let timeout {
+                    try? await Task.sleep(for: .milliseconds(Int(timeout * 1000)))
+                } else {
+                    _ = await Signals.waitForTermination()
+                }
+                return nil
+            })
+    }
+
     private let (stream, continuation) = AsyncStream<NearbyError>.makeStream()
 
     func report(_ error: NearbyError, fatal: Bool) {
@@ -170,17 +185,7 @@ struct SubscribeCommand: AsyncParsableCommand {
                     human: "\(event.kind): \(message.namespace)/\(message.type): \(message.text ?? Hex.encode(message.content))")
             }
         }
-        let timeout = self.timeout
-        let failure = await firstOf(
-            { await sink.first().map { CLIFailure("cannot subscribe: \($0.message)") } },
-            {
-                if let timeout {
-                    try? await Task.sleep(for: .milliseconds(Int(timeout * 1000)))
-                } else {
-                    _ = await Signals.waitForTermination()
-                }
-                return nil
-            })
+        let failure = await sink.firstFailure(prefix: "cannot subscribe", timeout: timeout)
         await subscription.cancel()
         printing.cancel()
         if let failure { throw failure }
@@ -259,17 +264,7 @@ struct BeaconsCommand: AsyncParsableCommand {
                 }
             }
         }
-        let timeout = self.timeout
-        let failure = await firstOf(
-            { await sink.first().map { CLIFailure("BLE scanning failed: \($0.message)") } },
-            {
-                if let timeout {
-                    try? await Task.sleep(for: .milliseconds(Int(timeout * 1000)))
-                } else {
-                    _ = await Signals.waitForTermination()
-                }
-                return nil
-            })
+        let failure = await sink.firstFailure(prefix: "BLE scanning failed", timeout: timeout)
         await subscription.cancel()
         printing.cancel()
         if let failure { throw failure }
