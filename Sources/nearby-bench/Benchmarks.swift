@@ -9,18 +9,19 @@ struct Benchmarks {
     static let bytesPayloadSize = 1_047_552
     static let megabyte = 1_000_000.0
 
-    func runAll() async throws {
-        // 1. The cipher's ceiling, in process, one core.
-        let cryptoLimit = cryptoLimitMBps()
+    func runAll(only: String? = nil) async throws {
+        if only == nil || only == "throughput" {
+            // 1. The cipher's ceiling, in process, one core.
+            let cryptoLimit = cryptoLimitMBps()
 
-        // 2. Throughput and connection latency against one receiver process.
-        await throughputAndLatency(cryptoLimit: cryptoLimit)
-
+            // 2. Throughput and connection latency against one receiver process.
+            await throughputAndLatency(cryptoLimit: cryptoLimit)
+        }
         // 3. Memory per idle connection, against a fresh receiver process.
-        await idleConnectionMemory()
+        if only == nil || only == "idle" { await idleConnectionMemory() }
 
         // 4. Discovery, when Avahi is there.
-        await discoveryLatency()
+        if only == nil || only == "discovery" { await discoveryLatency() }
 
         let abandoned = abandonedCalls.withLock { $0 }
         if !abandoned.isEmpty { warn("calls abandoned after 5 s (hung in the stack): \(abandoned)") }

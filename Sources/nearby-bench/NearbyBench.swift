@@ -36,11 +36,14 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "Small sizes: finishes in well under a minute.")
     var quick = false
 
+    @Option(help: ArgumentHelp("Run one group only: throughput, idle or discovery.", visibility: .hidden))
+    var only: String?
+
     func run() async throws {
         signal(SIGPIPE, SIG_IGN)
         let sizes = quick ? Sizes.quick : Sizes.full
         let report = Report(json: json)
-        try await Benchmarks(sizes: sizes, report: report).runAll()
+        try await Benchmarks(sizes: sizes, report: report).runAll(only: only)
     }
 }
 
