@@ -31,30 +31,24 @@ public enum H4Packet: Sendable, Hashable {
 /// unknown packet indicator is a stream error (H4 has no way to resynchronise), reported by throwing.
 /// ACL lengths up to 65535 are accepted (some controllers, and the Bumble emulator, never fragment towards the host).
 public struct H4Deframer: Sendable {
-    private var buffer: [UInt8] = []
-    private var start = 0
+    private var bytes = ByteAccumulator()
 
     /// Creates an empty deframer.
     public init() {}
 
     /// The number of buffered bytes that do not yet form a packet.
-    public var bufferedByteCount: Int { buffer.count - start }
+    public var bufferedByteCount: Int { bytes.count }
 
     /// Adds bytes read from the transport.
     public mutating func append(_ bytes: some Sequence<UInt8>) {
-        if start > 0 && start == buffer.count {
-            buffer.removeAll(keepingCapacity: true)
-            start = 0
-        }
-        buffer.append(contentsOf: bytes)
+        self.bytes.append(bytes)
     }
 
     /// The next complete packet, or `nil` when more bytes are needed.
     /// - Throws: ``NearbyWire/NearbyError`` `.malformedHCIPacket` for an unknown packet indicator.
     public mutating func next() throws -> H4Packet? {
-        let available = buffer.count - start
-        guard available >= 1 else { return nil }
-        let indicator = buffer[start]
+        guard !bytes.isEmpty else { return nil }
+        let indicator = bytes[0]
         let headerLength: Int
         switch indicator {
         case 0x01, 0x03: headerLength = 3
@@ -63,24 +57,20 @@ public struct H4Deframer: Sendable {
         default:
             throw NearbyError(.malformedHCIPacket, "unknown H4 packet indicator 0x\(String(indicator, radix: 16))")
         }
-        guard available >= 1 + headerLength else { return nil }
-        let h = start + 1
+        guard bytes.count >= 1 + headerLength else { return nil }
+        let h = 1
         let payloadLength: Int
         switch indicator {
-        case 0x01: payloadLength = Int(buffer[h + 2])
-        case 0x02: payloadLength = Int(buffer[h + 2]) | Int(buffer[h + 3]) << 8
-        case 0x03: payloadLength = Int(buffer[h + 2])
-        case 0x04: payloadLength = Int(buffer[h + 1])
-        default: payloadLength = (Int(buffer[h + 2]) | Int(buffer[h + 3]) << 8) & 0x3FFF
+        case 0x01: payloadLength = Int(bytes[h + 2])
+        case 0x02: payloadLength = Int(bytes[h + 2]) | Int(bytes[h + 3]) << 8
+        case 0x03: payloadLength = Int(bytes[h + 2])
+        case 0x04: payloadLength = Int(bytes[h + 1])
+        default: payloadLength = (Int(bytes[h + 2]) | Int(bytes[h + 3]) << 8) & 0x3FFF
         }
         let total = headerLength + payloadLength
-        guard available >= 1 + total else { return nil }
-        let body = Array(buffer[h..<(h + total)])
-        start = h + total
-        if start > 65_536 && start * 2 > buffer.count {
-            buffer.removeFirst(start)
-            start = 0
-        }
+        guard bytes.count >= 1 + total else { return nil }
+        let body = Array(bytes.bytes(at: h, length: total))
+        bytes.consume(1 + total)
         switch indicator {
         case 0x01: return .command(body)
         case 0x02: return .acl(body)

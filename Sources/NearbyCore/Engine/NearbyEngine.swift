@@ -247,7 +247,7 @@ public actor NearbyEngine {
     /// Decides whether an incoming request may go on: strategy limits, duplicates and the nonce tie-break.
     private func admit(_ session: EndpointSession, endpointID: String, nonce: Int32) async -> Bool {
         if let existing = byEndpoint[endpointID], existing !== session, !(await existing.isEnded) {
-            if await existing.isOutgoing, !(await existing.isConnected) {
+            if existing.isOutgoing, !(await existing.isConnected) {
                 let ours = await existing.requestNonce
                 if ours > nonce {
                     logger.info("tie-break: keeping our request", metadata: ["endpoint_id": "\(endpointID)"])

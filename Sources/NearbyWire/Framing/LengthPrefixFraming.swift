@@ -71,43 +71,32 @@ public enum LengthPrefixFraming {
 /// Memory stays bounded: it never holds more than one frame (at most ``LengthPrefixFraming/maxFrameLength``) plus
 /// the piece most recently appended, because a bad prefix is reported as soon as its 4 bytes are in.
 public struct IncrementalFrameReader: Sendable {
-    private var buffer: [UInt8] = []
-    private var start = 0
+    private var bytes = ByteAccumulator()
 
     /// Creates an empty reader.
     public init() {}
 
     /// The number of buffered bytes not yet returned as part of a frame.
-    public var bufferedByteCount: Int { buffer.count - start }
+    public var bufferedByteCount: Int { bytes.count }
 
     /// Adds bytes read from the stream.
     public mutating func append(_ bytes: some Sequence<UInt8>) {
-        if start > 0 && start == buffer.count {
-            buffer.removeAll(keepingCapacity: true)
-            start = 0
-        }
-        buffer.append(contentsOf: bytes)
+        self.bytes.append(bytes)
     }
 
     /// Returns the next complete frame body, or `nil` if more bytes are needed.
     /// - Throws: ``NearbyError/Code-swift.struct/invalidFraming`` for a bad length prefix; the reader should then
     ///   be discarded along with its stream.
     public mutating func nextFrame() throws(NearbyError) -> [UInt8]? {
-        let available = buffer.count - start
-        guard available >= LengthPrefixFraming.prefixLength else { return nil }
-        let length = try LengthPrefixFraming.decodeLength(
-            buffer[start..<(start + LengthPrefixFraming.prefixLength)])
-        guard available >= LengthPrefixFraming.prefixLength + length else { return nil }
-        let bodyStart = start + LengthPrefixFraming.prefixLength
-        let body = Array(buffer[bodyStart..<(bodyStart + length)])
-        start = bodyStart + length
-        if start > 64 * 1024 && start * 2 > buffer.count {
-            buffer.removeFirst(start)
-            start = 0
-        }
+        let prefixLength = LengthPrefixFraming.prefixLength
+        guard bytes.count >= prefixLength else { return nil }
+        let length = try LengthPrefixFraming.decodeLength(bytes.bytes(at: 0, length: prefixLength))
+        guard bytes.count >= prefixLength + length else { return nil }
+        let body = Array(bytes.bytes(at: prefixLength, length: length))
+        bytes.consume(prefixLength + length)
         return body
     }
 
     /// Whether the stream may end here: no partial frame is buffered.
-    public var isAtFrameBoundary: Bool { buffer.count == start }
+    public var isAtFrameBoundary: Bool { bytes.isEmpty }
 }

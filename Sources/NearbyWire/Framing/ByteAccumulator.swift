@@ -1,0 +1,44 @@
+/// Bytes that arrive in arbitrary pieces, read from the front: the buffer behind every stream deframer (the
+/// length-prefixed frame reader here, the H4 deframer of the BLE host).
+///
+/// Consumed bytes are dropped lazily: storage is compacted once more than 64 KiB have been consumed and they are
+/// more than half of it, or reset when everything was consumed, so a long stream costs amortised O(1) per byte.
+public struct ByteAccumulator: Sendable {
+    private var buffer: [UInt8] = []
+    private var start = 0
+
+    /// Creates an empty buffer.
+    public init() {}
+
+    /// The number of bytes not yet consumed.
+    public var count: Int { buffer.count - start }
+
+    /// Whether every byte appended has been consumed.
+    public var isEmpty: Bool { buffer.count == start }
+
+    /// Adds bytes at the back.
+    public mutating func append(_ bytes: some Sequence<UInt8>) {
+        if start > 0 && start == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            start = 0
+        }
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// The unconsumed byte at `offset` from the front; `offset` must be below ``count``.
+    public subscript(offset: Int) -> UInt8 { buffer[start + offset] }
+
+    /// `length` unconsumed bytes from `offset` on, without consuming them; the range must lie within ``count``.
+    public func bytes(at offset: Int, length: Int) -> ArraySlice<UInt8> {
+        buffer[(start + offset)..<(start + offset + length)]
+    }
+
+    /// Drops `length` bytes from the front; `length` must not exceed ``count``.
+    public mutating func consume(_ length: Int) {
+        start += length
+        if start > 64 * 1024 && start * 2 > buffer.count {
+            buffer.removeFirst(start)
+            start = 0
+        }
+    }
+}
