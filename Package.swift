@@ -188,7 +188,7 @@ let package = Package(
         .testTarget(
             name: "NearbyBLETests",
             dependencies: [
-                "NearbyBLE", "NearbyMessages", "NearbyConnections", "NearbyCore", "NearbyWire", "NearbyTestSupport",
+                "NearbyBLE", "NearbyWiFiLAN", "NearbyMessages", "NearbyConnections", "NearbyCore", "NearbyWire", "NearbyTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

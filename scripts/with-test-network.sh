@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Usage: scripts/with-test-network.sh CMD [ARGS...]
 #
-# Runs CMD inside a private network namespace whose only interface is lo (multicast enabled, 224.0.0.0/4
-# routed to lo), with a private /run, a private D-Bus system bus and a private avahi-daemon bound to lo.
+# Runs CMD inside a private network namespace whose interfaces are lo (multicast enabled, 224.0.0.0/4
+# routed to lo) and a veth pair joined to itself (10.77.0.1/24 and 10.77.0.2/24; no traffic leaves), with a
+# private /run, a private D-Bus system bus and a private avahi-daemon bound to lo.
 # Nothing is sent on any host interface and nothing is left behind: on exit avahi and dbus are killed by PID
 # and the temporary directory is removed. Exits with CMD's exit code. Needs root (unshare -n, mount).
 #
 # Inside, CMD sees:
 #   NEARBY_TEST_NETNS=1              this environment is up (a nested call just runs CMD)
+#   NEARBY_TEST_LAN_ADDRESS          10.77.0.1, a non-loopback address of this namespace (unset without veth)
 #   DBUS_SYSTEM_BUS_ADDRESS          the private bus, where libavahi-client and avahi-* tools find avahi
 #   NEARBY_TEST_AVAHI_PID            PID of the avahi-daemon started here
 #   NEARBY_TEST_AVAHI_CONF           its config; to restart avahi after stopping it, run
@@ -49,6 +51,18 @@ unset _NEARBY_TEST_NETNS_STAGE
 ip link set lo up
 ip link set lo multicast on
 ip route add 224.0.0.0/4 dev lo 2>/dev/null || true
+
+# A veth pair that never leaves this namespace, so the host has LAN-like addresses (10.77.0.1 and 10.77.0.2)
+# besides loopback: bandwidth upgrades offer only addresses peers accept, never loopback. Avahi stays on lo.
+if ip link add nearby-lan0 type veth peer name nearby-lan1 2>/dev/null; then
+    ip addr add 10.77.0.1/24 dev nearby-lan0
+    ip addr add 10.77.0.2/24 dev nearby-lan1
+    ip link set nearby-lan0 up
+    ip link set nearby-lan1 up
+    export NEARBY_TEST_LAN_ADDRESS=10.77.0.1
+else
+    log "no veth support: only loopback, so bandwidth upgrade tests cannot run"
+fi
 
 # A private /run: avahi's pid file and socket and anything else a test writes there stay in this namespace.
 # -n: no utab update, which would otherwise create /run/mount on the host /run before the tmpfs covers it.

@@ -64,7 +64,8 @@ public final class ConnectionManager: Sendable {
         engine = NearbyEngine(
             configuration: EngineConfiguration(
                 serviceID: serviceID, strategy: strategy, receiveDirectory: options.receiveDirectory,
-                keepAlive: options.keepAlive, logger: options.logger),
+                keepAlive: options.keepAlive, autoUpgradeBandwidth: options.autoUpgradeBandwidth,
+                logger: options.logger),
             mediums: options.mediums)
         let engine = self.engine
         router.withLock {
@@ -258,6 +259,8 @@ public final class ConnectionManager: Sendable {
         case .connected(let info):
             broadcast(.stateChanged(info.endpointID, .connected, error: nil))
             notify(delegate) { $0.connectionManager(self, didChangeTo: .connected, for: info.endpointID) }
+        case .mediumChanged(let endpointID, let medium):
+            broadcast(.mediumChanged(endpointID, medium: medium))
         case .rejected(let endpointID, _):
             broadcast(.stateChanged(endpointID, .rejected, error: nil))
             notify(delegate) { $0.connectionManager(self, didChangeTo: .rejected, for: endpointID) }

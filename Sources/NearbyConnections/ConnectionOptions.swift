@@ -15,6 +15,9 @@ public struct ConnectionOptions: Sendable {
     public var keepAlive: KeepAliveSettings
     /// The TCP port to listen on when advertising; `nil` lets the system choose.
     public var listenPort: Int?
+    /// Whether, as the advertiser, to move a connection to a faster medium once connected (BLE to Wi-Fi LAN, when
+    /// both sides have Wi-Fi LAN). Reported as ``ConnectionEvent/mediumChanged(_:medium:)``. Default: `true`.
+    public var autoUpgradeBandwidth: Bool
     /// The logger. Set its level to `.debug` for the debug log of every internal event.
     public var logger: Logger
 
@@ -22,13 +25,14 @@ public struct ConnectionOptions: Sendable {
     public init(
         mediums: [any NearbyCore.Medium]? = nil,
         receiveDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
-        keepAlive: KeepAliveSettings = .default, listenPort: Int? = nil,
+        keepAlive: KeepAliveSettings = .default, listenPort: Int? = nil, autoUpgradeBandwidth: Bool = true,
         logger: Logger = Logger(label: "nearby")
     ) {
         self.mediums = mediums ?? [WiFiLANMedium(logger: logger)]
         self.receiveDirectory = receiveDirectory
         self.keepAlive = keepAlive
         self.listenPort = listenPort
+        self.autoUpgradeBandwidth = autoUpgradeBandwidth
         self.logger = logger
     }
 

@@ -85,6 +85,9 @@ public enum ConnectionEvent: Sendable {
     case connectionRequested(EndpointID, context: Data, code: VerificationCode, isIncoming: Bool)
     /// A connection changed state.
     case stateChanged(EndpointID, ConnectionState, error: NearbyError?)
+    /// A bandwidth upgrade moved a connection to another medium (from BLE to Wi-Fi LAN). Payloads in flight
+    /// carry on over the new medium.
+    case mediumChanged(EndpointID, medium: MediumKind)
     /// A BYTES payload arrived.
     case bytesReceived(EndpointID, PayloadID, Data)
     /// A FILE payload started arriving; it will be named `name` under the receive directory.

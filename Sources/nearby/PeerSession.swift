@@ -60,6 +60,10 @@ actor PeerSession {
             case .connecting: break
             }
             resumeStateWaiters(id, state)
+        case .mediumChanged(let id, let medium):
+            output.event(
+                "medium_changed", ["endpoint_id": id, "medium": medium.rawValue],
+                human: "connection with \(id) moved to \(medium)")
         case .bytesReceived(let id, let payloadID, let data):
             output.event(
                 "payload_received",

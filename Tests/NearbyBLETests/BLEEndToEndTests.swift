@@ -2,6 +2,7 @@ import Foundation
 import NearbyBLE
 import NearbyConnections
 import NearbyCore
+import NearbyWiFiLAN
 import Synchronization
 import Testing
 
@@ -41,27 +42,34 @@ final class EventLog: Sendable {
     "Two swift-nearby stacks over BLE", .serialized,
     .enabled(if: BLETestEnvironment.bumbleTestsEnabled, "needs <repo>/.venv with bumble (scripts/install-deps.sh)"))
 struct BLEEndToEndTests {
-    func manager(_ controllers: VirtualControllers, _ index: Int, directory: URL) throws -> (ConnectionManager, EventLog, BLEMedium) {
+    func manager(_ controllers: VirtualControllers, _ index: Int, directory: URL, wifiLAN: Bool = false) throws
+        -> (ConnectionManager, EventLog, BLEMedium)
+    {
         let logger = BLETestEnvironment.logger("peer\(index)")
         let medium = BLEMedium(configuration: .init(transport: controllers.spec(index)), logger: logger)
-        let options = ConnectionOptions(mediums: [medium], receiveDirectory: directory, logger: logger)
+        let mediums: [any NearbyCore.Medium] = wifiLAN ? [medium, WiFiLANMedium(logger: logger)] : [medium]
+        let options = ConnectionOptions(mediums: mediums, receiveDirectory: directory, logger: logger)
         let manager = ConnectionManager(serviceID: "com.example.ble.e2e", strategy: .pointToPoint, options: options)
         return (manager, EventLog(manager.events), medium)
     }
 
-    func run(advertiserName: String) async throws {
+    /// Discovery and a connection over BLE, bytes, then a file from the advertiser. With `upgrade`, both sides
+    /// also have Wi-Fi LAN (advertising and discovery stay on BLE): a file from the discoverer is started while
+    /// the connection is still on BLE, the connection moves to Wi-Fi LAN under it, and a 20 MB file follows.
+    func run(advertiserName: String, upgrade: Bool = false) async throws {
         let controllers = try await VirtualControllers.start(2)
         defer { controllers.stop() }
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-ble-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let (a, aLog, aMedium) = try manager(controllers, 0, directory: scratch)
-        let (b, bLog, bMedium) = try manager(controllers, 1, directory: scratch)
+        let (a, aLog, aMedium) = try manager(controllers, 0, directory: scratch, wifiLAN: upgrade)
+        let (b, bLog, bMedium) = try manager(controllers, 1, directory: scratch, wifiLAN: upgrade)
         let advertiser = Advertiser(connectionManager: a)
-        let sessions = try await advertiser.startAdvertising(using: Data(advertiserName.utf8))
+        let sessions = try await advertiser.startAdvertising(using: Data(advertiserName.utf8), mediums: [.ble])
+        #expect(sessions.count == 1)
         #expect(sessions.first?.medium == .ble)
         let discoverer = Discoverer(connectionManager: b)
-        try await discoverer.startDiscovery()
+        try await discoverer.startDiscovery(mediums: [.ble])
         let wanted = a.localEndpointID
         let found = try await bLog.wait("discovery of \(wanted)") { event -> EndpointID? in
             if case .endpointFound(let id, let context, let medium) = event, id == wanted {
@@ -92,6 +100,21 @@ struct BLEEndToEndTests {
             return nil
         }
 
+        var inFlight: (id: PayloadID, contents: Data)?
+        if upgrade {
+            // Started over BLE (about 8 s of L2CAP at the emulator's speed); the upgrade happens under it.
+            let contents = Data(patternBytes(1_000_000, seed: 11))
+            let source = scratch.appendingPathComponent("in-flight.bin")
+            try contents.write(to: source)
+            inFlight = (try await b.sendResource(at: source, withName: "in-flight.bin", to: found), contents)
+            for log in [aLog, bLog] {
+                _ = try await log.wait("the move to Wi-Fi LAN", 60) { event -> Bool? in
+                    if case .mediumChanged(_, .wifiLAN) = event { return true }
+                    return nil
+                }
+            }
+        }
+
         let bytes = Data(patternBytes(3000, seed: 9))
         _ = try await b.send(bytes, to: found)
         let received = try await aLog.wait("bytes") { event -> Data? in
@@ -100,15 +123,30 @@ struct BLEEndToEndTests {
         }
         #expect(received == bytes)
 
-        let fileContents = Data(patternBytes(1_000_000, seed: 10))
+        let fileContents = Data(patternBytes(upgrade ? 20_000_000 : 1_000_000, seed: 10))
         let source = scratch.appendingPathComponent("source.bin")
         try fileContents.write(to: source)
-        _ = try await a.sendResource(at: source, withName: "one-megabyte.bin", to: aPeer)
+        let fileName = upgrade ? "twenty-megabytes.bin" : "one-megabyte.bin"
+        _ = try await a.sendResource(at: source, withName: fileName, to: aPeer)
         let url = try await bLog.wait("the file", 240) { event -> URL? in
-            if case .fileReceived(_, _, let url, _) = event { return url }
+            if case .fileReceived(_, _, let url, let name) = event, name == fileName { return url }
             return nil
         }
         #expect(try Data(contentsOf: url) == fileContents)
+
+        if let inFlight {
+            let received = try await aLog.wait("the file sent across the upgrade", 120) { event -> URL? in
+                if case .fileReceived(_, inFlight.id, let url, _) = event { return url }
+                return nil
+            }
+            #expect(try Data(contentsOf: received) == inFlight.contents)
+            let outcome = try await bLog.wait("the sender's outcome") { event -> TransferUpdate? in
+                guard case .transferUpdate(_, inFlight.id, let update, _, true, _, _) = event else { return nil }
+                if case .progress = update { return nil }
+                return update
+            }
+            #expect(outcome == .success)
+        }
 
         await b.disconnect(from: found)
         _ = try await aLog.wait("disconnected") { event -> Bool? in
@@ -129,5 +167,12 @@ struct BLEEndToEndTests {
 
     @Test func extendedAdvertisementWithPSMConnects() async throws {
         try await run(advertiserName: String(repeating: "long endpoint info ", count: 3))
+    }
+
+    @Test(
+        "BLE connection upgraded to Wi-Fi LAN under a transfer, then a 20 MB file",
+        .enabled(if: BLETestEnvironment.inTestNetwork, "needs the veth addresses of scripts/with-test-network.sh"))
+    func upgradesToWiFiLAN() async throws {
+        try await run(advertiserName: "upgrade", upgrade: true)
     }
 }

@@ -137,17 +137,22 @@ struct ConnectionStateMachineTests {
         #expect(after.v1.keepAlive.seqNum == 41)
     }
 
-    @Test("An upgrade offer is answered with UPGRADE_FAILURE for the same path")
-    func refusesUpgrade() throws {
+    @Test("An upgrade offer before both accepted is answered with UPGRADE_FAILURE; after, it goes to the upgrade machine")
+    func upgradeOffers() throws {
         var pair = MachinePair()
         try pair.run(clientActions: pair.client.start())
-        try pair.run(clientActions: pair.client.decide(accept: true), serverActions: pair.server.decide(accept: true))
+        #expect(pair.server.peerUpgradeMediums == [.wifiLAN])
         let offer = OfflineFrames.upgradePathAvailableWifiLan(addresses: [[10, 1, 2, 3]], port: 5555)
         guard case .sendFrame(let answer) = try #require(pair.client.receive(OfflineFrames.serialize(offer)).first) else {
             Issue.record("no answer"); return
         }
         #expect(answer.v1.bandwidthUpgradeNegotiation.eventType == .upgradeFailure)
         #expect(answer.v1.bandwidthUpgradeNegotiation.upgradePathInfo == offer.v1.bandwidthUpgradeNegotiation.upgradePathInfo)
+        try pair.run(clientActions: pair.client.decide(accept: true), serverActions: pair.server.decide(accept: true))
+        guard case .upgrade(let negotiation) = try #require(pair.client.receive(OfflineFrames.serialize(offer)).first) else {
+            Issue.record("not passed on"); return
+        }
+        #expect(negotiation == offer.v1.bandwidthUpgradeNegotiation)
     }
 
     @Test("Payload frames before both acceptances are dropped; after, they are delivered")

@@ -49,8 +49,17 @@ struct EnginePair {
     let discovererLog: EventLog
     let receiveDirectory: URL
     let discovererMedium: InMemoryMedium
+    /// The discoverer's upgrade medium, when the pair can upgrade.
+    let discovererUpgradeMedium: InMemoryUpgradeMedium?
+    /// The advertiser's upgrade medium, when the pair can upgrade.
+    let advertiserUpgradeMedium: InMemoryUpgradeMedium?
 
-    init(keepAlive: KeepAliveSettings = .default) {
+    /// Creates the pair. With `upgradeBeforeConnecting`, both connect over an in-memory "BLE" medium and can
+    /// upgrade to an in-memory "Wi-Fi LAN" one; the discoverer runs the closure before each upgrade connection.
+    init(
+        keepAlive: KeepAliveSettings = .default,
+        upgradeBeforeConnecting: (@Sendable () async throws -> Void)? = nil
+    ) {
         let air = InMemoryMedium.Air()
         receiveDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-core-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: receiveDirectory, withIntermediateDirectories: true)
@@ -59,17 +68,32 @@ struct EnginePair {
         let configuration = EngineConfiguration(
             serviceID: "com.example.test", strategy: .pointToPoint, receiveDirectory: receiveDirectory,
             keepAlive: keepAlive, logger: logger)
-        advertiser = NearbyEngine(configuration: configuration, mediums: [InMemoryMedium(air: air)], localEndpointID: "ADVR")
-        discovererMedium = InMemoryMedium(air: air)
-        discoverer = NearbyEngine(configuration: configuration, mediums: [discovererMedium], localEndpointID: "DISC")
+        if let upgradeBeforeConnecting {
+            let advertiserUpgrade = InMemoryUpgradeMedium(air: air)
+            let discovererUpgrade = InMemoryUpgradeMedium(air: air, beforeConnecting: upgradeBeforeConnecting)
+            advertiserUpgradeMedium = advertiserUpgrade
+            discovererUpgradeMedium = discovererUpgrade
+            advertiser = NearbyEngine(
+                configuration: configuration, mediums: [InMemoryMedium(air: air, kind: .ble), advertiserUpgrade],
+                localEndpointID: "ADVR")
+            discovererMedium = InMemoryMedium(air: air, kind: .ble)
+            discoverer = NearbyEngine(
+                configuration: configuration, mediums: [discovererMedium, discovererUpgrade], localEndpointID: "DISC")
+        } else {
+            advertiserUpgradeMedium = nil
+            discovererUpgradeMedium = nil
+            advertiser = NearbyEngine(configuration: configuration, mediums: [InMemoryMedium(air: air)], localEndpointID: "ADVR")
+            discovererMedium = InMemoryMedium(air: air)
+            discoverer = NearbyEngine(configuration: configuration, mediums: [discovererMedium], localEndpointID: "DISC")
+        }
         advertiserLog = EventLog(advertiser)
         discovererLog = EventLog(discoverer)
     }
 
     /// Advertises, discovers, requests, accepts on both sides; returns both sides' connection info.
     func connect() async throws -> (advertiser: ConnectionInfo, discoverer: ConnectionInfo) {
-        try await advertiser.startAdvertising(endpointInfo: Array("advertiser".utf8))
-        try await discoverer.startDiscovery()
+        try await advertiser.startAdvertising(endpointInfo: Array("advertiser".utf8), only: [discovererMedium.kind])
+        try await discoverer.startDiscovery(only: [discovererMedium.kind])
         _ = try await discovererLog.wait { if case .endpointFound(let e) = $0 { e.endpointID == "ADVR" } else { false } }
         try await discoverer.requestConnection(to: "ADVR", endpointInfo: Array("discoverer".utf8))
         guard case .endpoint(.initiated(let advertiserInfo)) = try await advertiserLog.wait({

@@ -22,6 +22,8 @@ public enum EndpointEvent: Sendable {
     case initiated(ConnectionInfo)
     /// Both sides accepted.
     case connected(ConnectionInfo)
+    /// A bandwidth upgrade moved the connection to another medium (for example from BLE to Wi-Fi LAN).
+    case mediumChanged(endpointID: String, medium: MediumKind)
     /// One side rejected the connection.
     case rejected(endpointID: String, byPeer: Bool)
     /// The connection ended (`error` is nil for a clean goodbye from either side).

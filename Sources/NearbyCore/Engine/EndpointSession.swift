@@ -30,26 +30,53 @@ public actor EndpointSession {
         /// How long frames already queued may take to reach the socket when the connection ends, before the
         /// channel is closed under them.
         public var drainBeforeClose: Duration = .seconds(5)
+        /// Bandwidth upgrade, offering side: how long the peer may take to open and introduce the new channel.
+        public var upgradeChannel: Duration = .seconds(15)
+        /// Bandwidth upgrade: how long the CLIENT_INTRODUCTION and its ack may take on the new channel.
+        public var clientIntroduction: Duration = .seconds(5)
+        /// Bandwidth upgrade: how long the one read of the peer's goodbye on the old channel may take.
+        public var priorChannelGoodbye: Duration = .seconds(2)
 
         /// The protocol's defaults.
         public init() {}
     }
 
-    /// The channel this session runs over.
-    public nonisolated let channel: any EndpointChannel
     /// Whether we opened the channel.
     public nonisolated let isOutgoing: Bool
 
-    private var machine: ConnectionStateMachine
-    private let secure = SecureContextBox()
-    private let writer: OutboundFrameWriter
+    /// The channel frames are read from; a bandwidth upgrade replaces it.
+    var readChannel: any EndpointChannel
+    var machine: ConnectionStateMachine
+    let secure = SecureContextBox()
+    let writer: OutboundFrameWriter
+    /// The bandwidth upgrade of this connection.
+    var upgrade: BandwidthUpgradeMachine
+    /// Mediums this session may upgrade to (they support upgrade listening).
+    let upgradeMediums: [any Medium]
+    /// Whether this side (as the advertiser) starts an upgrade once connected.
+    let autoUpgrade: Bool
+    /// Our endpoint ID, for the CLIENT_INTRODUCTION of an upgrade.
+    let localEndpointID: String
+    /// The offering side's listener while it waits for the new channel.
+    var upgradeListener: (any UpgradeListener)?
+    /// Where the offering side's listener hands over accepted channels.
+    var upgradeArrivals: AsyncStream<any EndpointChannel>.Continuation?
+    /// The new channel while the old one drains.
+    var pendingChannel: (any EndpointChannel)?
+    /// Upgrade frames for the writer, in the order the upgrade machine asked for them.
+    var upgradeWriteTail: Task<Void, Never>?
+    /// While closed, payload senders wait before queueing frames (a bandwidth upgrade holds writes).
+    var sendGateClosed = false
+    var sendGateWaiters: [CheckedContinuation<Void, Never>] = []
+    /// The chunk size of the current medium, read by payload senders.
+    nonisolated let chunkSize: Mutex<Int>
     private var tracker = IncomingPayloadTracker()
     private let files: ReceivedFileStore
     private var streams: [PayloadID: AsyncThrowingChannel<[UInt8], any Error>] = [:]
     private var outgoing: [PayloadID: OutgoingPayloadState] = [:]
     private var laneTails: [PayloadKind: Task<Void, Never>] = [:]
     private var endpointIDValue: String?
-    private var info: ConnectionInfo?
+    var info: ConnectionInfo?
     private var wasConnected = false
     /// Set once the state machine decided the connection is rejected (by the peer when `true`).
     private var pendingRejection: Bool?
@@ -57,25 +84,37 @@ public actor EndpointSession {
     private var keepAliveSequence: UInt32 = 0
     private var lastRead = ContinuousClock.now
     private var phaseDeadline: ContinuousClock.Instant?
-    private var ended = false
+    var ended = false
     private var writerTask: Task<(any Error)?, Never>?
     private var closeTask: Task<Void, Never>?
-    private let timeouts: Timeouts
+    let timeouts: Timeouts
     private let admission: Admission?
-    private let onEvent: @Sendable (EndpointEvent) -> Void
+    let onEvent: @Sendable (EndpointEvent) -> Void
     private let onEnd: @Sendable (EndpointSession) -> Void
-    private var logger: Logger
+    var logger: Logger
 
     /// Creates a session. Call ``run()`` to start it.
+    ///
+    /// - Parameters:
+    ///   - upgradeMediums: Mediums the connection may move to in a bandwidth upgrade (those whose
+    ///     ``Medium/supportsUpgradeListening`` is true). Empty: offers are refused.
+    ///   - autoUpgrade: Whether an incoming (advertiser-side) session offers an upgrade once connected.
+    ///   - localEndpointID: Our endpoint ID, sent in the CLIENT_INTRODUCTION of an upgrade.
     public init(
         channel: any EndpointChannel, machine: ConnectionStateMachine, keepAlive: KeepAliveSettings,
         receiveDirectory: URL, timeouts: Timeouts = .init(), logger: Logger, admission: Admission? = nil,
+        upgradeMediums: [any Medium] = [], autoUpgrade: Bool = true, localEndpointID: String = "",
         onEvent: @escaping @Sendable (EndpointEvent) -> Void,
         onEnd: @escaping @Sendable (EndpointSession) -> Void = { _ in }
     ) {
-        self.channel = channel
+        readChannel = channel
         self.machine = machine
         isOutgoing = machine.role == .outgoing
+        upgrade = BandwidthUpgradeMachine(role: machine.role == .incoming ? .initiator : .responder)
+        self.upgradeMediums = upgradeMediums
+        self.autoUpgrade = autoUpgrade
+        self.localEndpointID = localEndpointID
+        chunkSize = Mutex(channel.medium.maxTransmitPacketSize)
         self.keepAlive = keepAlive
         files = ReceivedFileStore(directory: receiveDirectory)
         self.timeouts = timeouts
@@ -99,6 +138,8 @@ public actor EndpointSession {
     public var isEnded: Bool { ended }
     /// The nonce of our request (outgoing sessions).
     public var requestNonce: Int32 { machine.requestNonce }
+    /// The medium the connection runs over now (it changes after a bandwidth upgrade).
+    public var medium: MediumKind { readChannel.medium }
 
     /// Sets the endpoint ID an outgoing session reports for its peer.
     public func setPeerEndpointID(_ id: String) {
@@ -117,10 +158,9 @@ public actor EndpointSession {
         } else {
             phaseDeadline = .now + timeouts.connectionRequest
         }
-        let channel = self.channel
         while !ended {
             do {
-                guard let body = try await channel.readFrame() else {
+                guard let body = try await readChannel.readFrame() else {
                     if machine.isAwaitingDecisions {
                         let actions = machine.peerGone()
                         if case .rejected = actions.first { await perform(actions) }
@@ -165,7 +205,7 @@ public actor EndpointSession {
                 .invalidArgument,
                 "a bytes payload holds at most \(PayloadLimits.maxBytesPayloadSize) bytes, got \(bytes.count); send a file or stream")
         }
-        var reader = try PayloadChunkReader(source: source, chunkSize: channel.medium.maxTransmitPacketSize)
+        var reader = try PayloadChunkReader(source: source, chunkSize: chunkSize.withLock { $0 })
         outgoing[id] = OutgoingPayloadState(kind: source.kind)
         let previous = laneTails[source.kind]
         laneTails[source.kind] = Task {
@@ -241,12 +281,20 @@ public actor EndpointSession {
                 wasConnected = true
                 logger.info("connected")
                 if let info { onEvent(.connected(info)) }
+                startUpgradeIfWanted()
             case .rejected(let byPeer):
                 logger.info("connection rejected", metadata: ["by_peer": "\(byPeer)"])
                 onEvent(.rejected(endpointID: endpointIDValue ?? "", byPeer: byPeer))
                 await end(nil, closeDelay: byPeer ? .zero : timeouts.rejectedCloseDelay, report: false)
             case .deliver(let transfer):
                 await performPayloadActions(tracker.receive(transfer))
+            case .upgrade(let negotiation):
+                let mediums = upgradeMediums
+                let current = readChannel.medium
+                await performUpgrade(upgrade.receive(negotiation) { path in
+                    guard let kind = MediumKind(upgradePath: path.medium), kind != current else { return false }
+                    return mediums.contains { $0.kind == kind }
+                })
             case .peerDisconnected:
                 await end(nil)
             case .fail(let error):
@@ -360,6 +408,7 @@ public actor EndpointSession {
                 return
             }
             let chunk: Data?
+            reader.chunkSize = chunkSize.withLock { $0 }
             do {
                 chunk = try await reader.next()
             } catch {
@@ -415,6 +464,7 @@ public actor EndpointSession {
     }
 
     private func enqueueFrame(_ frame: ProtoOfflineFrame) async {
+        await waitForSendGate()
         guard !ended else { return }
         await writer.enqueue(frameItem(frame))
     }
@@ -434,7 +484,7 @@ public actor EndpointSession {
             isOutgoing: true))
     }
 
-    private func frameItem(_ frame: ProtoOfflineFrame) -> OutboundFrameWriter.Item {
+    func frameItem(_ frame: ProtoOfflineFrame) -> OutboundFrameWriter.Item {
         secure.isEnabled ? .sealed(frame) : .plain(OfflineFrames.serialize(frame))
     }
 
@@ -456,7 +506,7 @@ public actor EndpointSession {
                 await end(NearbyError(.timeout, "nothing heard from the peer for \(keepAlive.timeout)"))
                 return
             }
-            if now - writer.lastWriteInstant > keepAlive.interval {
+            if now - writer.lastWriteInstant > keepAlive.interval, !upgrade.isDraining {
                 let sequence = keepAliveSequence
                 keepAliveSequence &+= 1
                 await writer.enqueue(frameItem(OfflineFrames.keepAlive(ack: false, sequenceNumber: sequence)))
@@ -466,10 +516,12 @@ public actor EndpointSession {
 
     // MARK: - Ending
 
-    private func end(_ error: NearbyError?, closeDelay: Duration = .zero, report: Bool = true) async {
+    func end(_ error: NearbyError?, closeDelay: Duration = .zero, report: Bool = true) async {
         guard !ended else { return }
         ended = true
         machine.close()
+        let abandoned = abandonUpgradeResources()
+        openSendGate()
         let endpoint = endpointIDValue ?? ""
         if let error {
             logger.notice("connection ended", metadata: ["error": "\(error)"])
@@ -498,7 +550,7 @@ public actor EndpointSession {
         streams.removeAll()
         let writer = self.writer
         let writerTask = self.writerTask
-        let channel = self.channel
+        let channel = self.readChannel
         let onEnd = self.onEnd
         let drainTimeout = timeouts.drainBeforeClose
         closeTask = Task {
@@ -507,7 +559,7 @@ public actor EndpointSession {
                 // channel fails the write that is stuck, and the writer then reaches its end marker.
                 let cutoff = Task {
                     try? await Task.sleep(for: drainTimeout)
-                    if !Task.isCancelled { await channel.close() }
+                    if !Task.isCancelled { await writer.channel.close() }
                 }
                 await writer.finishAfterQueued()
                 _ = await writerTask.value
@@ -515,11 +567,13 @@ public actor EndpointSession {
             }
             if closeDelay > .zero { try? await Task.sleep(for: closeDelay) }
             await channel.close()
+            await writer.channel.close()
+            await abandoned()
             onEnd(self)
         }
     }
 
-    private static func nearbyError(_ error: any Error, _ message: String) -> NearbyError {
+    static func nearbyError(_ error: any Error, _ message: String) -> NearbyError {
         (error as? NearbyError) ?? NearbyError(.endpointIoError, message, cause: error)
     }
 }

@@ -33,6 +33,9 @@ public struct EngineConfiguration: Sendable {
     public var keepAlive: KeepAliveSettings
     /// Connection phase timeouts.
     public var timeouts: EndpointSession.Timeouts
+    /// Whether the advertiser side moves a connection to a faster medium once connected (bandwidth upgrade, e.g.
+    /// BLE to Wi-Fi LAN) when both sides have it. Offers from a peer are taken either way.
+    public var autoUpgradeBandwidth: Bool
     /// The logger; set its level to `.debug` for the debug log.
     public var logger: Logger
 
@@ -41,13 +44,14 @@ public struct EngineConfiguration: Sendable {
         serviceID: String, strategy: Strategy = .pointToPoint,
         receiveDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
         keepAlive: KeepAliveSettings = .default, timeouts: EndpointSession.Timeouts = .init(),
-        logger: Logger = Logger(label: "nearby")
+        autoUpgradeBandwidth: Bool = true, logger: Logger = Logger(label: "nearby")
     ) {
         self.serviceID = serviceID
         self.strategy = strategy
         self.receiveDirectory = receiveDirectory
         self.keepAlive = keepAlive
         self.timeouts = timeouts
+        self.autoUpgradeBandwidth = autoUpgradeBandwidth
         self.logger = logger
     }
 }

@@ -222,6 +222,8 @@ public actor NearbyEngine {
             admission: { [weak self] session, endpointID, nonce in
                 await self?.admit(session, endpointID: endpointID, nonce: nonce) ?? false
             },
+            upgradeMediums: mediums.filter(\.supportsUpgradeListening),
+            autoUpgrade: configuration.autoUpgradeBandwidth, localEndpointID: localEndpointID,
             onEvent: { [continuation] event in
                 // Yielded synchronously so events keep the order the session reports them in.
                 continuation.yield(.endpoint(event))
@@ -293,7 +295,9 @@ public actor NearbyEngine {
     }
 
     private func localDescription(_ info: [UInt8]) -> ConnectionStateMachine.LocalEndpoint {
-        .init(endpointID: localEndpointID, endpointInfo: info, upgradeMediums: [.wifiLAN], keepAlive: configuration.keepAlive)
+        // Every medium we have, in priority order, as peers list theirs.
+        .init(endpointID: localEndpointID, endpointInfo: info, upgradeMediums: mediums.map(\.kind),
+              keepAlive: configuration.keepAlive)
     }
 
     private func selected(_ only: Set<MediumKind>?) -> [any Medium] {

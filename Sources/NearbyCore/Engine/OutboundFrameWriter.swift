@@ -9,6 +9,12 @@ import Synchronization
 /// ``enqueue(_:)`` suspends until the writer takes the frame, so a fast producer (a file sender) is held back by
 /// the socket: no frame waits here besides the one being written. After a write error every later frame is
 /// dropped; the reader side notices the broken channel and ends the session.
+///
+/// During a bandwidth upgrade the writer moves to the new channel: ``Item/holdAfter(_:)`` writes LAST_WRITE on the
+/// old channel and holds every later frame (the session stops its payload senders meanwhile, so few are held),
+/// ``Item/priority(_:)`` still reaches the old channel (SAFE_TO_CLOSE), and ``Item/switchChannel(_:)`` writes the
+/// held frames on the new channel and carries on there. Frames are encrypted when written, so the sequence numbers
+/// follow the order in which the peer reads them.
 final class OutboundFrameWriter: Sendable {
     /// One frame to write.
     enum Item: Sendable {
@@ -16,17 +22,24 @@ final class OutboundFrameWriter: Sendable {
         case plain([UInt8])
         /// A frame to encrypt with the channel's D2D context, then write.
         case sealed(ProtoOfflineFrame)
-        /// The end: frames queued before it are written, frames after it are dropped.
+        /// The end: frames queued before it are written, frames after it (and held frames) are dropped.
         case end
+        /// Write this frame (encrypted) on the current channel, then hold every later frame except
+        /// ``priority(_:)`` ones.
+        case holdAfter(ProtoOfflineFrame)
+        /// Write this frame (encrypted) on the current channel, also while frames are held.
+        case priority(ProtoOfflineFrame)
+        /// Write on this channel from now on, starting with the held frames.
+        case switchChannel(any EndpointChannel)
     }
 
-    private let channel: any EndpointChannel
+    private let channelBox: Mutex<any EndpointChannel>
     private let queue = AsyncChannel<Item>()
     private let secure: SecureContextBox
     private let lastWrite: Mutex<ContinuousClock.Instant>
 
     init(channel: any EndpointChannel, secure: SecureContextBox) {
-        self.channel = channel
+        channelBox = Mutex(channel)
         self.secure = secure
         lastWrite = Mutex(.now)
     }
@@ -34,10 +47,14 @@ final class OutboundFrameWriter: Sendable {
     /// When a frame was last written.
     var lastWriteInstant: ContinuousClock.Instant { lastWrite.withLock { $0 } }
 
-    /// Runs until ``finish()``; returns the first write error, if any (later frames are then refused).
+    /// The channel frames are written to.
+    var channel: any EndpointChannel { channelBox.withLock { $0 } }
+
+    /// Runs until ``finishAfterQueued()``; returns the first write error, if any (later frames are then refused).
     func run() async -> (any Error)? {
         var failure: (any Error)?
         var ended = false
+        var held: [Item]?
         for await item in queue {
             if case .end = item {
                 ended = true
@@ -47,26 +64,51 @@ final class OutboundFrameWriter: Sendable {
                 continue
             }
             do {
-                let bytes: [UInt8]
                 switch item {
                 case .end:
                     continue
-                case .plain(let raw):
-                    bytes = raw
-                case .sealed(let frame):
-                    let serialized = OfflineFrames.serialize(frame)
-                    bytes = try secure.context.withLock { channel throws(NearbyError) -> [UInt8] in
-                        guard channel != nil else { return serialized }
-                        return try channel!.encode(serialized)
+                case .plain, .sealed:
+                    if held != nil {
+                        held!.append(item)
+                    } else {
+                        try await write(item)
+                    }
+                case .holdAfter(let frame):
+                    try await write(.sealed(frame))
+                    held = held ?? []
+                case .priority(let frame):
+                    try await write(.sealed(frame))
+                case .switchChannel(let next):
+                    channelBox.withLock { $0 = next }
+                    let pending = held ?? []
+                    held = nil
+                    for frame in pending {
+                        try await write(frame)
                     }
                 }
-                try await channel.writeFrame(bytes)
-                lastWrite.withLock { $0 = .now }
             } catch {
                 failure = error
             }
         }
         return failure
+    }
+
+    private func write(_ item: Item) async throws {
+        let bytes: [UInt8]
+        switch item {
+        case .plain(let raw):
+            bytes = raw
+        case .sealed(let frame):
+            let serialized = OfflineFrames.serialize(frame)
+            bytes = try secure.context.withLock { channel throws(NearbyError) -> [UInt8] in
+                guard channel != nil else { return serialized }
+                return try channel!.encode(serialized)
+            }
+        default:
+            return
+        }
+        try await channel.writeFrame(bytes)
+        lastWrite.withLock { $0 = .now }
     }
 
     /// Queues a frame; returns once the writer has taken it (after the previous frame was written). Frames

@@ -30,7 +30,7 @@ struct OutgoingPayloadState: Sendable {
 /// Reads an outgoing payload in chunks.
 struct PayloadChunkReader: Sendable {
     let source: OutgoingPayloadSource
-    let chunkSize: Int
+    var chunkSize: Int
     private let handle: FileHandle?
     private var bytesSent = false
     private var pending = Data()

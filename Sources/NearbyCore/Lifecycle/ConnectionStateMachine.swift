@@ -10,7 +10,8 @@ import NearbyWire
 /// the peer's as a plaintext CONNECTION_RESPONSE. Both accepted → ``Action/enableEncryption(_:replay:)`` then
 /// ``Action/connected(_:)``; from then on the caller decrypts every frame before passing it in and encrypts every
 /// frame the machine asks it to send. Keep-alives are answered with the same sequence number; a premature
-/// bandwidth upgrade offer is answered with UPGRADE_FAILURE. No I/O and no clocks: the caller owns timeouts
+/// bandwidth upgrade offer is answered with UPGRADE_FAILURE, and once connected every bandwidth upgrade frame goes
+/// to the caller's ``BandwidthUpgradeMachine`` as ``Action/upgrade(_:)``. No I/O and no clocks: the caller owns timeouts
 /// (2 s for the request, 15 s for UKEY2, 3 s for frames that arrive encrypted before encryption is on).
 public struct ConnectionStateMachine: Sendable {
     /// Who opened the socket.
@@ -62,6 +63,8 @@ public struct ConnectionStateMachine: Sendable {
         case rejected(byPeer: Bool)
         /// A connected frame for the payload engine.
         case deliver(ProtoPayloadTransferFrame)
+        /// A bandwidth upgrade frame on a connected channel, for the ``BandwidthUpgradeMachine``.
+        case upgrade(ProtoBandwidthUpgradeNegotiationFrame)
         /// The peer said goodbye; close the channel.
         case peerDisconnected
         /// The peer broke the protocol, or the handshake failed: close the channel now.
@@ -99,6 +102,8 @@ public struct ConnectionStateMachine: Sendable {
     private var peerEndpointID: String?
     private var peerEndpointInfo: [UInt8]
     private let nonce: Int32
+    /// The mediums the peer listed in its connection request, those swift-nearby implements (incoming only).
+    public private(set) var peerUpgradeMediums: [MediumKind] = []
 
     /// Creates the machine for an incoming socket.
     public static func incoming(local: LocalEndpoint, medium: MediumKind) -> Self {
@@ -238,6 +243,7 @@ public struct ConnectionStateMachine: Sendable {
         }
         peerEndpointID = request.endpointID
         peerEndpointInfo = Array(request.hasEndpointInfo ? request.endpointInfo : request.endpointName)
+        peerUpgradeMediums = request.mediums.compactMap { MediumKind(connectionRequest: $0) }
         state = .awaitingClientInit(Ukey2Server())
         return [
             .requestReceived(
@@ -289,6 +295,9 @@ public struct ConnectionStateMachine: Sendable {
             return keepAlive.ack ? [] : [.sendFrame(OfflineFrames.keepAlive(ack: true, sequenceNumber: keepAlive.seqNum))]
         case .disconnection:
             return peerGone()
+        case .bandwidthUpgradeNegotiation(let negotiation) where negotiation.eventType == .upgradePathAvailable:
+            // Too early: an upgrade starts once both sides accepted.
+            return [.sendFrame(OfflineFrames.upgradeFailure(negotiation.upgradePathInfo))]
         default:
             // Frames from an endpoint that is not connected yet are dropped.
             return []
@@ -324,10 +333,7 @@ public struct ConnectionStateMachine: Sendable {
             state = .closed
             return [.peerDisconnected]
         case .bandwidthUpgradeNegotiation(let negotiation):
-            if negotiation.eventType == .upgradePathAvailable {
-                return [.sendFrame(OfflineFrames.upgradeFailure(negotiation.upgradePathInfo))]
-            }
-            return []
+            return [.upgrade(negotiation)]
         case .connectionRequest, .connectionResponse, .other:
             return []
         }

@@ -99,4 +99,19 @@ public protocol Medium: Sendable {
 
     /// Opens a channel to a discovered endpoint.
     func connect(to route: EndpointRoute) async throws -> any EndpointChannel
+
+    /// Whether this medium can be the target of a bandwidth upgrade (§9.4): Wi-Fi LAN can, BLE cannot. The
+    /// default is `false`.
+    var supportsUpgradeListening: Bool { get }
+
+    /// Bandwidth upgrade, offering side: listens for the peer's new channel of one upgrade. Every accepted channel
+    /// is passed to `onIncoming`, still carrying the peer's plaintext CLIENT_INTRODUCTION.
+    /// - Throws: a ``NearbyWire/NearbyError`` (`.mediumUnavailable`) when the medium cannot be an upgrade target
+    ///   now, e.g. Wi-Fi LAN without a usable address.
+    func startUpgradeListener(
+        onIncoming: @escaping @Sendable (any EndpointChannel) -> Void
+    ) async throws -> any UpgradeListener
+
+    /// Bandwidth upgrade, answering side: opens the new channel to the path the peer offered.
+    func connectForUpgrade(to path: UpgradePathInfo) async throws -> any EndpointChannel
 }

@@ -162,6 +162,13 @@ public enum OfflineFrames {
         return bandwidthUpgrade(.upgradePathAvailable) { $0.upgradePathInfo = info }
     }
 
+    /// A bandwidth upgrade offer for any path (`UPGRADE_PATH_AVAILABLE`).
+    public static func upgradePathAvailable(
+        _ info: ProtoBandwidthUpgradeNegotiationFrame.UpgradePathInfo
+    ) -> ProtoOfflineFrame {
+        bandwidthUpgrade(.upgradePathAvailable) { $0.upgradePathInfo = info }
+    }
+
     /// The answer to an upgrade offer that cannot be taken: `UPGRADE_FAILURE` echoing the offered path.
     public static func upgradeFailure(
         _ info: ProtoBandwidthUpgradeNegotiationFrame.UpgradePathInfo
@@ -171,10 +178,11 @@ public enum OfflineFrames {
 
     /// The responder's first (plaintext) frame on the new socket of an upgrade.
     public static func clientIntroduction(
-        endpointID: String, supportsDisablingEncryption: Bool = false
+        endpointID: String, lastEndpointID: String? = nil, supportsDisablingEncryption: Bool = false
     ) -> ProtoOfflineFrame {
         var introduction = ProtoBandwidthUpgradeNegotiationFrame.ClientIntroduction()
         introduction.endpointID = endpointID
+        if let lastEndpointID { introduction.lastEndpointID = lastEndpointID }
         introduction.supportsDisablingEncryption = supportsDisablingEncryption
         return bandwidthUpgrade(.clientIntroduction) { $0.clientIntroduction = introduction }
     }

@@ -1,0 +1,156 @@
+import Foundation
+import NearbyCore
+import NearbyTestSupport
+import NearbyWire
+import Testing
+
+/// Bandwidth upgrade through the engine: two engines connect over an in-memory "BLE" medium and move to an
+/// in-memory "Wi-Fi LAN" one (the real BLE → Wi-Fi LAN test is in NearbyBLETests).
+@Suite("Engine bandwidth upgrade")
+struct EngineUpgradeTests {
+    @Test("Streams flowing both ways during the upgrade arrive whole and in order on the new medium")
+    func upgradeUnderStreams() async throws {
+        let latch = Latch()
+        let pair = EnginePair(upgradeBeforeConnecting: { await latch.wait() })
+        _ = try await pair.connect()
+        let fromDiscoverer = PatternFeed(seed: 3)
+        let fromAdvertiser = PatternFeed(seed: 5)
+        try await pair.discoverer.send(.stream(next: { await fromDiscoverer.next() }), to: "ADVR", id: 21)
+        try await pair.advertiser.send(.stream(next: { await fromAdvertiser.next() }), to: "DISC", id: 22)
+        let atAdvertiser = try await Self.verify(stream: 21, from: pair.advertiserLog, seed: 3)
+        let atDiscoverer = try await Self.verify(stream: 22, from: pair.discovererLog, seed: 5)
+
+        // Both streams are moving over "BLE" before the upgrade goes on.
+        try await eventually {
+            let a = await fromDiscoverer.produced
+            let b = await fromAdvertiser.produced
+            return a > 50_000 && b > 50_000
+        }
+        #expect(await pair.advertiserLog.events.contains(where: Self.isMediumChange) == false)
+        await latch.open()
+        for log in [pair.advertiserLog, pair.discovererLog] {
+            guard case .endpoint(.mediumChanged(_, let medium)) = try await log.wait(Self.isMediumChange) else { return }
+            #expect(medium == .wifiLAN)
+        }
+        await fromDiscoverer.finish(after: 300_000)
+        await fromAdvertiser.finish(after: 300_000)
+        let receivedAtAdvertiser = try await atAdvertiser.value
+        let receivedAtDiscoverer = try await atDiscoverer.value
+        #expect(receivedAtAdvertiser == (await fromDiscoverer.produced))
+        #expect(receivedAtDiscoverer == (await fromAdvertiser.produced))
+        for (log, id) in [(pair.discovererLog, PayloadID(21)), (pair.advertiserLog, PayloadID(22))] {
+            _ = try await log.wait {
+                if case .endpoint(.transferUpdate(_, let update, true)) = $0 {
+                    update.payloadID == id && update.status == .success
+                } else { false }
+            }
+        }
+        #expect(pair.advertiserUpgradeMedium?.openListeners == 0)
+
+        // The upgraded connection carries new payloads both ways.
+        try await pair.discoverer.send(.bytes(Array("after".utf8)), to: "ADVR", id: 23)
+        try await pair.advertiser.send(.bytes(Array("reply".utf8)), to: "DISC", id: 24)
+        _ = try await pair.advertiserLog.wait { if case .endpoint(.bytesReceived(_, 23, _)) = $0 { true } else { false } }
+        _ = try await pair.discovererLog.wait { if case .endpoint(.bytesReceived(_, 24, _)) = $0 { true } else { false } }
+        #expect(await pair.discoverer.connectedEndpoints() == ["ADVR"])
+        await pair.discoverer.shutdown()
+        await pair.advertiser.shutdown()
+    }
+
+    @Test("A failed upgrade leaves the connection working on its first medium")
+    func failedUpgradeKeepsConnection() async throws {
+        let pair = EnginePair(upgradeBeforeConnecting: {
+            throw NearbyError(.endpointIoError, "the LAN is unreachable")
+        })
+        _ = try await pair.connect()
+        let attempts = try #require(pair.discovererUpgradeMedium)
+        let listeners = try #require(pair.advertiserUpgradeMedium)
+        try await eventually { attempts.connectAttempts.withLock { $0 } == 1 }
+        // The discoverer answered UPGRADE_FAILURE; the advertiser stops listening and stays.
+        try await eventually { listeners.openListeners == 0 }
+        try await pair.discoverer.send(.bytes(Array("still here".utf8)), to: "ADVR", id: 31)
+        try await pair.advertiser.send(.bytes(Array("me too".utf8)), to: "DISC", id: 32)
+        _ = try await pair.advertiserLog.wait { if case .endpoint(.bytesReceived(_, 31, _)) = $0 { true } else { false } }
+        _ = try await pair.discovererLog.wait { if case .endpoint(.bytesReceived(_, 32, _)) = $0 { true } else { false } }
+        #expect(await pair.advertiserLog.events.contains(where: Self.isMediumChange) == false)
+        #expect(await pair.discovererLog.events.contains(where: Self.isMediumChange) == false)
+        #expect(await pair.advertiser.connectedEndpoints() == ["DISC"])
+        await pair.discoverer.shutdown()
+        await pair.advertiser.shutdown()
+    }
+
+    @Sendable static func isMediumChange(_ event: EngineEvent) -> Bool {
+        if case .endpoint(.mediumChanged) = event { return true }
+        return false
+    }
+
+    /// Reads stream `id` as it arrives and checks every byte against the pattern; returns the byte count.
+    static func verify(stream id: PayloadID, from log: EventLog, seed: UInt8) async throws -> Task<Int, any Error> {
+        guard case .endpoint(.streamReceived(_, _, let stream)) = try await log.wait({
+            if case .endpoint(.streamReceived(_, id, _)) = $0 { true } else { false }
+        }) else { throw NearbyError(.unknown, "unreachable") }
+        return Task {
+            var count = 0
+            for try await chunk in stream {
+                for byte in chunk {
+                    guard byte == PatternFeed.byte(at: count, seed: seed) else {
+                        throw NearbyError(.invalidFrame, "stream \(id): wrong byte at offset \(count)")
+                    }
+                    count += 1
+                }
+            }
+            return count
+        }
+    }
+}
+
+/// A stream source that produces a byte pattern in 700-byte chunks, a little at a time, until told to finish.
+actor PatternFeed {
+    private let seed: UInt8
+    private(set) var produced = 0
+    private var limit: Int?
+
+    init(seed: UInt8) { self.seed = seed }
+
+    static func byte(at offset: Int, seed: UInt8) -> UInt8 {
+        UInt8(truncatingIfNeeded: offset &* 31 &+ offset / 251 &+ Int(seed))
+    }
+
+    /// Ends the stream once `extra` more bytes went out.
+    func finish(after extra: Int) { limit = produced + extra }
+
+    func next() async -> [UInt8]? {
+        if let limit, produced >= limit { return nil }
+        try? await Task.sleep(for: .milliseconds(1))
+        let count = min(700, (limit ?? .max) - produced)
+        let chunk = (0..<count).map { Self.byte(at: produced + $0, seed: seed) }
+        produced += count
+        return chunk
+    }
+}
+
+/// Holds callers until opened.
+actor Latch {
+    private var isOpen = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func wait() async {
+        if isOpen { return }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    func open() {
+        isOpen = true
+        for waiter in waiters { waiter.resume() }
+        waiters = []
+    }
+}
+
+/// Polls `condition` every 10 ms for up to `seconds`.
+func eventually(_ seconds: Double = 10, _ condition: @Sendable () async -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while !(await condition()) {
+        guard ContinuousClock.now < deadline else { throw NearbyError(.timeout, "condition not met within \(seconds) s") }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}
