@@ -61,10 +61,12 @@ public final class ConnectionManager: Sendable {
         self.strategy = strategy
         self.queue = queue
         self.options = options
+        var timeouts = EndpointSession.Timeouts()
+        timeouts.upgradeDelay = options.bandwidthUpgradeDelay
         engine = NearbyEngine(
             configuration: EngineConfiguration(
                 serviceID: serviceID, strategy: strategy, receiveDirectory: options.receiveDirectory,
-                keepAlive: options.keepAlive, autoUpgradeBandwidth: options.autoUpgradeBandwidth,
+                keepAlive: options.keepAlive, timeouts: timeouts, autoUpgradeBandwidth: options.autoUpgradeBandwidth,
                 logger: options.logger),
             mediums: options.mediums)
         let engine = self.engine

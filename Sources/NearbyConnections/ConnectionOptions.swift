@@ -18,6 +18,9 @@ public struct ConnectionOptions: Sendable {
     /// Whether, as the advertiser, to move a connection to a faster medium once connected (BLE to Wi-Fi LAN, when
     /// both sides have Wi-Fi LAN). Reported as ``ConnectionEvent/mediumChanged(_:medium:)``. Default: `true`.
     public var autoUpgradeBandwidth: Bool
+    /// How long an advertiser keeps a new connection on its first medium before offering the upgrade. Default:
+    /// zero (at once, as other implementations do).
+    public var bandwidthUpgradeDelay: Duration
     /// The logger. Set its level to `.debug` for the debug log of every internal event.
     public var logger: Logger
 
@@ -26,13 +29,14 @@ public struct ConnectionOptions: Sendable {
         mediums: [any NearbyCore.Medium]? = nil,
         receiveDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
         keepAlive: KeepAliveSettings = .default, listenPort: Int? = nil, autoUpgradeBandwidth: Bool = true,
-        logger: Logger = Logger(label: "nearby")
+        bandwidthUpgradeDelay: Duration = .zero, logger: Logger = Logger(label: "nearby")
     ) {
         self.mediums = mediums ?? [WiFiLANMedium(logger: logger)]
         self.receiveDirectory = receiveDirectory
         self.keepAlive = keepAlive
         self.listenPort = listenPort
         self.autoUpgradeBandwidth = autoUpgradeBandwidth
+        self.bandwidthUpgradeDelay = bandwidthUpgradeDelay
         self.logger = logger
     }
 

@@ -48,7 +48,9 @@ struct BLEEndToEndTests {
         let logger = BLETestEnvironment.logger("peer\(index)")
         let medium = BLEMedium(configuration: .init(transport: controllers.spec(index)), logger: logger)
         let mediums: [any NearbyCore.Medium] = wifiLAN ? [medium, WiFiLANMedium(logger: logger)] : [medium]
-        let options = ConnectionOptions(mediums: mediums, receiveDirectory: directory, logger: logger)
+        // The advertiser waits before offering the upgrade, so a transfer is moving over BLE when it happens.
+        let options = ConnectionOptions(
+            mediums: mediums, receiveDirectory: directory, bandwidthUpgradeDelay: .seconds(2), logger: logger)
         let manager = ConnectionManager(serviceID: "com.example.ble.e2e", strategy: .pointToPoint, options: options)
         return (manager, EventLog(manager.events), medium)
     }
@@ -106,13 +108,22 @@ struct BLEEndToEndTests {
             let contents = Data(patternBytes(1_000_000, seed: 11))
             let source = scratch.appendingPathComponent("in-flight.bin")
             try contents.write(to: source)
-            inFlight = (try await b.sendResource(at: source, withName: "in-flight.bin", to: found), contents)
+            let id = try await b.sendResource(at: source, withName: "in-flight.bin", to: found)
+            inFlight = (id, contents)
             for log in [aLog, bLog] {
                 _ = try await log.wait("the move to Wi-Fi LAN", 60) { event -> Bool? in
                     if case .mediumChanged(_, .wifiLAN) = event { return true }
                     return nil
                 }
             }
+            // Part of the file went over BLE before the move.
+            let events = bLog.all
+            let moved = try #require(events.firstIndex { if case .mediumChanged = $0 { true } else { false } })
+            let sentBefore = events[..<moved].compactMap { event -> Int64? in
+                if case .transferUpdate(_, id, .progress, _, true, let bytes, _) = event { return bytes }
+                return nil
+            }.max() ?? 0
+            #expect(sentBefore > 0 && sentBefore < Int64(contents.count))
         }
 
         let bytes = Data(patternBytes(3000, seed: 9))

@@ -17,7 +17,11 @@ extension EndpointSession {
         guard let target = upgradeMediums.first(where: { $0.kind != current && wanted.contains($0.kind) }) else {
             return
         }
-        Task { await self.offerUpgrade(using: target) }
+        let delay = timeouts.upgradeDelay
+        Task {
+            if delay > .zero { try? await Task.sleep(for: delay) }
+            await self.offerUpgrade(using: target)
+        }
     }
 
     /// Initiator: listens on `medium`, offers it, and waits for the peer's introduced channel.

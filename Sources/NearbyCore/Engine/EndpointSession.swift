@@ -32,6 +32,9 @@ public actor EndpointSession {
         public var drainBeforeClose: Duration = .seconds(5)
         /// Bandwidth upgrade, offering side: how long the peer may take to open and introduce the new channel.
         public var upgradeChannel: Duration = .seconds(15)
+        /// Bandwidth upgrade, offering side: how long to stay on the first medium after both accepted before
+        /// offering the upgrade (zero: at once, as peers do).
+        public var upgradeDelay: Duration = .zero
         /// Bandwidth upgrade: how long the CLIENT_INTRODUCTION and its ack may take on the new channel.
         public var clientIntroduction: Duration = .seconds(5)
         /// Bandwidth upgrade: how long the one read of the peer's goodbye on the old channel may take.
