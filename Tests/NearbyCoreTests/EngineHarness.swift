@@ -57,7 +57,7 @@ struct EnginePair {
     /// Creates the pair. With `upgradeBeforeConnecting`, both connect over an in-memory "BLE" medium and can
     /// upgrade to an in-memory "Wi-Fi LAN" one; the discoverer runs the closure before each upgrade connection.
     init(
-        keepAlive: KeepAliveSettings = .default,
+        keepAlive: KeepAliveSettings = .default, timeouts: EndpointSession.Timeouts = .init(),
         upgradeBeforeConnecting: (@Sendable () async throws -> Void)? = nil
     ) {
         let air = InMemoryMedium.Air()
@@ -67,7 +67,7 @@ struct EnginePair {
         logger.logLevel = .critical
         let configuration = EngineConfiguration(
             serviceID: "com.example.test", strategy: .pointToPoint, receiveDirectory: receiveDirectory,
-            keepAlive: keepAlive, logger: logger)
+            keepAlive: keepAlive, timeouts: timeouts, logger: logger)
         if let upgradeBeforeConnecting {
             let advertiserUpgrade = InMemoryUpgradeMedium(air: air)
             let discovererUpgrade = InMemoryUpgradeMedium(air: air, beforeConnecting: upgradeBeforeConnecting)

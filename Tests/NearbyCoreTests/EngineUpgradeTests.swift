@@ -79,6 +79,56 @@ struct EngineUpgradeTests {
         await pair.advertiser.shutdown()
     }
 
+    @Test("Strangers on the upgrade listener are dropped; the peer's own channel still completes the upgrade")
+    func strangersOnTheUpgradeListener() async throws {
+        let latch = Latch()
+        let pair = EnginePair(upgradeBeforeConnecting: { await latch.wait() })
+        _ = try await pair.connect()
+        let listeners = try #require(pair.advertiserUpgradeMedium)
+        try await eventually { listeners.openListeners == 1 }
+        let onIncoming = try #require(listeners.air.upgradeListeners.withLock { $0.values.first })
+        let intruders: [[UInt8]] = [
+            Array("not a frame".utf8),
+            OfflineFrames.serialize(OfflineFrames.clientIntroduction(endpointID: "EVIL")),
+            OfflineFrames.serialize(OfflineFrames.keepAlive(ack: false, sequenceNumber: 1)),
+        ]
+        for bytes in intruders {
+            let (ours, theirs) = InMemoryChannel.pair(medium: .wifiLAN)
+            onIncoming(theirs)
+            try await ours.writeFrame(bytes)
+            // Dropped without an ack: the stream ends.
+            #expect(try await ours.readFrame() == nil)
+        }
+        await latch.open()
+        _ = try await pair.advertiserLog.wait(Self.isMediumChange)
+        _ = try await pair.discovererLog.wait(Self.isMediumChange)
+        try await pair.discoverer.send(.bytes(Array("fine".utf8)), to: "ADVR", id: 41)
+        _ = try await pair.advertiserLog.wait { if case .endpoint(.bytesReceived(_, 41, _)) = $0 { true } else { false } }
+        await pair.discoverer.shutdown()
+        await pair.advertiser.shutdown()
+    }
+
+    @Test("An offer nobody takes in time is withdrawn and the connection stays")
+    func unansweredOffer() async throws {
+        var timeouts = EndpointSession.Timeouts()
+        timeouts.upgradeChannel = .milliseconds(300)
+        let latch = Latch()
+        let pair = EnginePair(timeouts: timeouts, upgradeBeforeConnecting: { await latch.wait() })
+        _ = try await pair.connect()
+        let listeners = try #require(pair.advertiserUpgradeMedium)
+        try await eventually { listeners.openListeners == 1 }
+        try await eventually { listeners.openListeners == 0 }
+        // The responder's late channel finds nothing listening: it answers UPGRADE_FAILURE, both stay.
+        await latch.open()
+        try await pair.advertiser.send(.bytes(Array("still".utf8)), to: "DISC", id: 51)
+        _ = try await pair.discovererLog.wait { if case .endpoint(.bytesReceived(_, 51, _)) = $0 { true } else { false } }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(await pair.discovererLog.events.contains(where: Self.isMediumChange) == false)
+        #expect(await pair.discoverer.connectedEndpoints() == ["ADVR"])
+        await pair.discoverer.shutdown()
+        await pair.advertiser.shutdown()
+    }
+
     @Sendable static func isMediumChange(_ event: EngineEvent) -> Bool {
         if case .endpoint(.mediumChanged) = event { return true }
         return false

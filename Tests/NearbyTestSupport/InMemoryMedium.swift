@@ -66,7 +66,7 @@ public final class InMemoryMedium: Medium {
         }
         let advertisements = Mutex<[String: Advertisement]>([:])
         /// Upgrade listeners by port.
-        let upgradeListeners = Mutex<[Int32: @Sendable (any EndpointChannel) -> Void]>([:])
+        public let upgradeListeners = Mutex<[Int32: @Sendable (any EndpointChannel) -> Void]>([:])
         let watchers = Mutex<[AsyncThrowingStream<DiscoveryEvent, any Error>.Continuation]>([])
 
         /// Creates empty air.
