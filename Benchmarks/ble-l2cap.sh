@@ -7,13 +7,13 @@
 #            bytes per second per direction of an echo (both directions run at once).
 # 2. bumble: bumble-bench l2cap-client send -> l2cap-server receive (Bumble host to Bumble host, one way).
 # Each side gets a fresh pair of linked virtual controllers on 127.0.0.1. Only processes started here are ended,
-# by PID. Needs scripts/install-deps.sh (the .venv with bumble==0.0.236) and `swift build --product nearby-bench`.
+# by PID. Needs scripts/install-deps.sh (the .venv with bumble==0.0.236) and `swift build -c release --product nearby-bench`.
 set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
 bytes="${1:-1000000}"
 python=".venv/bin/python"
-bench="$(swift build --show-bin-path)/nearby-bench"
+bench="$(swift build -c release --show-bin-path)/nearby-bench"
 work="$(mktemp -d)"
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$work"; }
