@@ -28,7 +28,8 @@ public struct ConnectionStateMachine: Sendable {
         public var endpointID: String
         /// Our endpoint info.
         public var endpointInfo: [UInt8]
-        /// The mediums we can upgrade to, sent explicitly.
+        /// The mediums this side has, in priority order: the connection request's `mediums`, which the advertiser
+        /// side picks a bandwidth upgrade medium from.
         public var upgradeMediums: [MediumKind]
         /// The keep-alive settings we ask for.
         public var keepAlive: KeepAliveSettings
