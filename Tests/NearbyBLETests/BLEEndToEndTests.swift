@@ -3,6 +3,7 @@ import NearbyBLE
 import NearbyConnections
 import NearbyCore
 import NearbyWiFiLAN
+import enum NearbyWire.PCP
 import Synchronization
 import Testing
 
@@ -42,12 +43,14 @@ final class EventLog: Sendable {
     "Two swift-nearby stacks over BLE", .serialized,
     .enabled(if: BLETestEnvironment.bumbleTestsEnabled, "needs <repo>/.venv with bumble (scripts/install-deps.sh)"))
 struct BLEEndToEndTests {
-    func manager(_ controllers: VirtualControllers, _ index: Int, directory: URL, wifiLAN: Bool = false) throws
-        -> (ConnectionManager, EventLog, BLEMedium)
-    {
+    func manager(
+        _ controllers: VirtualControllers, _ index: Int, directory: URL, wifiLAN: Bool = false,
+        lan: (any NearbyCore.Medium)? = nil
+    ) throws -> (ConnectionManager, EventLog, BLEMedium) {
         let logger = BLETestEnvironment.logger("peer\(index)")
         let medium = BLEMedium(configuration: .init(transport: controllers.spec(index)), logger: logger)
-        let mediums: [any NearbyCore.Medium] = wifiLAN ? [medium, WiFiLANMedium(logger: logger)] : [medium]
+        var mediums: [any NearbyCore.Medium] = [medium]
+        if let lan { mediums.append(lan) } else if wifiLAN { mediums.append(WiFiLANMedium(logger: logger)) }
         // The advertiser waits before offering the upgrade, so a transfer is moving over BLE when it happens.
         let options = ConnectionOptions(
             mediums: mediums, receiveDirectory: directory, bandwidthUpgradeDelay: .seconds(2), logger: logger)
@@ -181,9 +184,102 @@ struct BLEEndToEndTests {
     }
 
     @Test(
+        "An upgrade whose TCP connection is refused leaves the connection working over BLE",
+        .enabled(if: BLETestEnvironment.inTestNetwork, "needs the veth addresses of scripts/with-test-network.sh"))
+    func refusedUpgradeStaysOnBLE() async throws {
+        let controllers = try await VirtualControllers.start(2)
+        defer { controllers.stop() }
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-ble-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let refusing = RefusingUpgradeLAN()
+        let (a, aLog, aMedium) = try manager(controllers, 0, directory: scratch, wifiLAN: true)
+        let (b, bLog, bMedium) = try manager(controllers, 1, directory: scratch, lan: refusing)
+        let advertiser = Advertiser(connectionManager: a)
+        _ = try await advertiser.startAdvertising(using: Data("refused".utf8), mediums: [.ble])
+        let discoverer = Discoverer(connectionManager: b)
+        try await discoverer.startDiscovery(mediums: [.ble])
+        let found = try await bLog.wait("discovery") { event -> EndpointID? in
+            if case .endpointFound(let id, _, .ble) = event { return id }
+            return nil
+        }
+        try await discoverer.requestConnection(to: found, using: Data("discoverer".utf8))
+        let aPeer = try await aLog.wait("request at the advertiser") { event -> EndpointID? in
+            if case .connectionRequested(let id, _, _, _) = event { return id }
+            return nil
+        }
+        try await a.accept(aPeer)
+        try await b.accept(found)
+        // The offer comes 2 s after connecting; the discoverer's TCP connection to it is refused.
+        _ = try await eventually(30, "the refused upgrade attempt") { refusing.refusals.withLock { $0 } == 1 ? true : nil }
+
+        _ = try await a.send(Data("over BLE still".utf8), to: aPeer)
+        _ = try await b.send(Data("here too".utf8), to: found)
+        #expect(try await bLog.wait("bytes at the discoverer") { event -> Data? in
+            if case .bytesReceived(_, _, let data) = event { return data }
+            return nil
+        } == Data("over BLE still".utf8))
+        #expect(try await aLog.wait("bytes at the advertiser") { event -> Data? in
+            if case .bytesReceived(_, _, let data) = event { return data }
+            return nil
+        } == Data("here too".utf8))
+        for log in [aLog, bLog] {
+            #expect(!log.all.contains { if case .mediumChanged = $0 { true } else { false } })
+        }
+        await b.disconnect(from: found)
+        await discoverer.stopDiscovery()
+        await advertiser.stopAdvertising()
+        await a.shutdown()
+        await b.shutdown()
+        await aMedium.shutdown()
+        await bMedium.shutdown()
+    }
+
+    @Test(
         "BLE connection upgraded to Wi-Fi LAN under a transfer, then a 20 MB file",
         .enabled(if: BLETestEnvironment.inTestNetwork, "needs the veth addresses of scripts/with-test-network.sh"))
     func upgradesToWiFiLAN() async throws {
         try await run(advertiserName: "upgrade", upgrade: true)
+    }
+}
+
+/// Wi-Fi LAN whose upgrade connections go to port 1 of the offered addresses, where nothing listens: the kernel
+/// refuses them, a real TCP failure.
+final class RefusingUpgradeLAN: NearbyCore.Medium {
+    let lan = WiFiLANMedium(logger: BLETestEnvironment.logger("refusing-lan"))
+    let refusals = Mutex(0)
+    var kind: MediumKind { .wifiLAN }
+    var supportsUpgradeListening: Bool { true }
+
+    func startAdvertising(
+        _ request: AdvertisingRequest, onIncoming: @escaping @Sendable (any EndpointChannel) -> Void
+    ) async throws -> any AdvertisingSession {
+        try await lan.startAdvertising(request, onIncoming: onIncoming)
+    }
+
+    func discover(serviceID: String, pcp: NearbyWire.PCP) -> AsyncThrowingStream<DiscoveryEvent, any Error> {
+        lan.discover(serviceID: serviceID, pcp: pcp)
+    }
+
+    func connect(to route: EndpointRoute) async throws -> any EndpointChannel {
+        try await lan.connect(to: route)
+    }
+
+    func startUpgradeListener(
+        onIncoming: @escaping @Sendable (any EndpointChannel) -> Void
+    ) async throws -> any UpgradeListener {
+        try await lan.startUpgradeListener(onIncoming: onIncoming)
+    }
+
+    func connectForUpgrade(to path: UpgradePathInfo) async throws -> any EndpointChannel {
+        var wrong = path
+        wrong.wifiLanSocket.wifiPort = 1
+        for index in wrong.wifiLanSocket.addressCandidates.indices { wrong.wifiLanSocket.addressCandidates[index].port = 1 }
+        do {
+            return try await lan.connectForUpgrade(to: wrong)
+        } catch {
+            refusals.withLock { $0 += 1 }
+            throw error
+        }
     }
 }

@@ -39,15 +39,20 @@ extension WiFiLANMedium {
 
     /// Listens for the new channel of a bandwidth upgrade on `listenHost`, port chosen by the system, and offers
     /// every address of this host that a peer on the LAN can use: IPv4 ones when listening on `0.0.0.0`, plus
-    /// global IPv6 ones when listening on `::`. Loopback and link-local addresses are never offered (peers refuse
-    /// them).
+    /// global IPv6 ones when listening on `::`, or `listenHost` itself when it is one address. Loopback and
+    /// link-local addresses are never offered (peers refuse them).
     ///
     /// - Throws: ``NearbyWire/NearbyError`` `.mediumUnavailable` when this host has no such address (no LAN), or
     ///   `.endpointIoError` when the port cannot be listened on.
     public func startUpgradeListener(
         onIncoming: @escaping @Sendable (any EndpointChannel) -> Void
     ) async throws -> any UpgradeListener {
-        let addresses = try Self.upgradeAddresses(includeIPv6: listenHost.contains(":"))
+        let addresses: [[UInt8]]
+        if let bound = IPAddressText.parse(listenHost), !bound.allSatisfy({ $0 == 0 }) {
+            addresses = IPAddressText.isLoopbackOrLinkLocal(bound) ? [] : [bound]
+        } else {
+            addresses = try Self.upgradeAddresses(includeIPv6: listenHost.contains(":"))
+        }
         guard !addresses.isEmpty else {
             throw NearbyError(.mediumUnavailable, "no LAN address to offer for a bandwidth upgrade (only loopback or link-local)")
         }
