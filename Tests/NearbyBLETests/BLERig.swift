@@ -94,7 +94,6 @@ final class RigProcess: Sendable {
     }
 
     var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
-    var lines: [String] { output.split(separator: "\n").map(String.init) }
 
     var isRunning: Bool {
         exit.withLock { status in
@@ -108,11 +107,19 @@ final class RigProcess: Sendable {
         }
     }
 
-    /// Waits for a line starting with `prefix`; returns its space-separated words after the prefix.
+    /// The lines written so far that are complete (ended by a newline): unbuffered Python writes a `print`'s
+    /// pieces one by one, so the last line may still be growing.
+    var completeLines: [String] {
+        var lines = output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        lines.removeLast()  // empty after a final newline, or the line still being written
+        return lines
+    }
+
+    /// Waits for a complete line starting with `prefix`; returns its space-separated words after the prefix.
     func waitForLine(_ prefix: String, within seconds: Double = 30) async throws -> [String] {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while ContinuousClock.now < deadline {
-            if let line = lines.first(where: { $0.hasPrefix(prefix) }) {
+            if let line = completeLines.first(where: { $0.hasPrefix(prefix) }) {
                 return line.split(separator: " ").dropFirst().map(String.init)
             }
             if !isRunning { throw RigFailure("process exited before printing \(prefix):\n\(output.suffix(3000))") }

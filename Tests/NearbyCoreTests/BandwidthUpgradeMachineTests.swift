@@ -96,6 +96,13 @@ struct BandwidthUpgradeMachineTests {
         _ = initiator.offer(Self.path)
         #expect(receive(&initiator, .upgradeFailure) == ["abandon"])
         #expect(initiator.newChannelReady().isEmpty)
+        // A later offer starts over.
+        #expect(initiator.offer(Self.path) != nil)
+        #expect(initiator.phase == .offered)
+        var nothingToOffer = BandwidthUpgradeMachine(role: .initiator)
+        nothingToOffer.cannotOffer()
+        #expect(nothingToOffer.phase == .abandoned)
+        #expect(nothingToOffer.offer(Self.path) != nil)
     }
 
     @Test("CLIENT_INTRODUCTION bytes match the wire layout")

@@ -2,6 +2,7 @@ import Foundation
 import NearbyCore
 import NearbyTestSupport
 import NearbyWire
+import Synchronization
 import Testing
 
 /// Bandwidth upgrade through the engine: two engines connect over an in-memory "BLE" medium and move to an
@@ -75,6 +76,28 @@ struct EngineUpgradeTests {
         #expect(await pair.advertiserLog.events.contains(where: Self.isMediumChange) == false)
         #expect(await pair.discovererLog.events.contains(where: Self.isMediumChange) == false)
         #expect(await pair.advertiser.connectedEndpoints() == ["DISC"])
+        await pair.discoverer.shutdown()
+        await pair.advertiser.shutdown()
+    }
+
+    @Test("After failed upgrades the advertiser offers again, later each time, and a later offer succeeds")
+    func retriedUpgrade() async throws {
+        var timeouts = EndpointSession.Timeouts()
+        timeouts.upgradeRetry = .milliseconds(50)
+        let failures = Mutex(0)
+        let pair = EnginePair(timeouts: timeouts, upgradeBeforeConnecting: {
+            let failed = failures.withLock { count -> Bool in
+                count += 1
+                return count <= 2
+            }
+            if failed { throw NearbyError(.endpointIoError, "not yet") }
+        })
+        _ = try await pair.connect()
+        _ = try await pair.advertiserLog.wait(Self.isMediumChange)
+        _ = try await pair.discovererLog.wait(Self.isMediumChange)
+        #expect(pair.discovererUpgradeMedium?.connectAttempts.withLock { $0 } == 3)
+        try await pair.advertiser.send(.bytes(Array("upgraded".utf8)), to: "DISC", id: 61)
+        _ = try await pair.discovererLog.wait { if case .endpoint(.bytesReceived(_, 61, _)) = $0 { true } else { false } }
         await pair.discoverer.shutdown()
         await pair.advertiser.shutdown()
     }

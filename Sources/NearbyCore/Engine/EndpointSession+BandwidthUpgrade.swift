@@ -8,20 +8,41 @@ import NearbyWire
 extension EndpointSession {
     // MARK: - Starting
 
-    /// Advertiser side, right after both accepted: offers the first upgrade medium the peer listed that is not the
-    /// current one.
+    /// Advertiser side, right after both accepted: offers (after ``Timeouts/upgradeDelay``) the first upgrade
+    /// medium the peer listed that is not the current one.
     func startUpgradeIfWanted() {
-        guard autoUpgrade, upgrade.role == .initiator, upgrade.phase == .idle else { return }
+        guard autoUpgrade, upgrade.role == .initiator, upgrade.phase == .idle, upgradeTarget() != nil else { return }
+        scheduleUpgradeOffer(after: timeouts.upgradeDelay)
+    }
+
+    private func upgradeTarget() -> (any Medium)? {
         let current = readChannel.medium
         let wanted = machine.peerUpgradeMediums
-        guard let target = upgradeMediums.first(where: { $0.kind != current && wanted.contains($0.kind) }) else {
-            return
+        return upgradeMediums.first { $0.kind != current && wanted.contains($0.kind) }
+    }
+
+    private func scheduleUpgradeOffer(after delay: Duration) {
+        upgradeOfferTask?.cancel()
+        upgradeOfferTask = Task {
+            if delay > .zero {
+                do { try await Task.sleep(for: delay) } catch { return }
+            }
+            await self.offerUpgradeIfStillWanted()
         }
-        let delay = timeouts.upgradeDelay
-        Task {
-            if delay > .zero { try? await Task.sleep(for: delay) }
-            await self.offerUpgrade(using: target)
-        }
+    }
+
+    private func offerUpgradeIfStillWanted() async {
+        guard !ended, machine.isConnected, let target = upgradeTarget() else { return }
+        await offerUpgrade(using: target)
+    }
+
+    /// After a failed offer: offers again later, waiting twice as long each time (up to the maximum), as peers do.
+    private func scheduleUpgradeRetry() {
+        guard !ended, upgrade.phase == .abandoned else { return }
+        let delay = min(upgradeRetryDelay.map { $0 * 2 } ?? timeouts.upgradeRetry, timeouts.upgradeRetryMax)
+        upgradeRetryDelay = delay
+        logger.debug("offering the bandwidth upgrade again later", metadata: ["delay": "\(delay)"])
+        scheduleUpgradeOffer(after: delay)
     }
 
     /// Initiator: listens on `medium`, offers it, and waits for the peer's introduced channel.
@@ -31,7 +52,9 @@ extension EndpointSession {
         do {
             listener = try await medium.startUpgradeListener { continuation.yield($0) }
         } catch {
-            logger.notice("not offering a bandwidth upgrade", metadata: ["to": "\(medium.kind)", "error": "\(error)"])
+            logger.notice("not offering a bandwidth upgrade now", metadata: ["to": "\(medium.kind)", "error": "\(error)"])
+            upgrade.cannotOffer()
+            scheduleUpgradeRetry()
             return
         }
         guard !ended, let offer = upgrade.offer(listener.pathInfo) else {
@@ -65,6 +88,7 @@ extension EndpointSession {
         await stopUpgradeListener()
         await performUpgrade(upgrade.newChannelFailed(NearbyError(
             .timeout, "the peer did not open the upgraded channel within \(wait)")))
+        scheduleUpgradeRetry()
     }
 
     /// Responder: connects to the offered path, introduces us, and waits for the ack.
@@ -203,6 +227,8 @@ extension EndpointSession {
 
     /// Takes every upgrade resource off the session (the session is ending); returns what closes them.
     func abandonUpgradeResources() -> @Sendable () async -> Void {
+        upgradeOfferTask?.cancel()
+        upgradeOfferTask = nil
         upgradeArrivals?.finish()
         upgradeArrivals = nil
         let listener = upgradeListener

@@ -35,6 +35,11 @@ public actor EndpointSession {
         /// Bandwidth upgrade, offering side: how long to stay on the first medium after both accepted before
         /// offering the upgrade (zero: at once, as peers do).
         public var upgradeDelay: Duration = .zero
+        /// Bandwidth upgrade, offering side: the wait before offering again after an upgrade failed; it doubles
+        /// after each failure up to ``upgradeRetryMax`` (peers use 3 s to 300 s).
+        public var upgradeRetry: Duration = .seconds(3)
+        /// Bandwidth upgrade, offering side: the longest wait between offers.
+        public var upgradeRetryMax: Duration = .seconds(300)
         /// Bandwidth upgrade: how long the CLIENT_INTRODUCTION and its ack may take on the new channel.
         public var clientIntroduction: Duration = .seconds(5)
         /// Bandwidth upgrade: how long the one read of the peer's goodbye on the old channel may take.
@@ -68,6 +73,10 @@ public actor EndpointSession {
     var pendingChannel: (any EndpointChannel)?
     /// Upgrade frames for the writer, in the order the upgrade machine asked for them.
     var upgradeWriteTail: Task<Void, Never>?
+    /// The offering side's next offer, waiting for its delay.
+    var upgradeOfferTask: Task<Void, Never>?
+    /// The wait before the last retried offer, doubled for the next.
+    var upgradeRetryDelay: Duration?
     /// While closed, payload senders wait before queueing frames (a bandwidth upgrade holds writes).
     var sendGateClosed = false
     var sendGateWaiters: [CheckedContinuation<Void, Never>] = []

@@ -15,7 +15,8 @@ import NearbyWire
 ///    on the new channel from now on, releasing the held frames (``Action/switchChannels``).
 ///
 /// The D2D context continues across both channels, so sequence numbers stay in order. A failure before step 1
-/// leaves the connection on the old channel; a broken protocol after it ends the connection.
+/// leaves the connection on the old channel (the initiator may offer again later); a broken protocol after it ends
+/// the connection.
 public struct BandwidthUpgradeMachine: Sendable {
     /// Which side of the upgrade this is.
     public enum Role: Sendable, Hashable {
@@ -38,7 +39,7 @@ public struct BandwidthUpgradeMachine: Sendable {
         case draining(sentSafeToClose: Bool)
         /// The connection runs over the new channel.
         case upgraded
-        /// The upgrade was given up; the connection stays on its channel.
+        /// The upgrade was given up; the connection stays on its channel. The initiator may offer again.
         case abandoned
     }
 
@@ -75,11 +76,12 @@ public struct BandwidthUpgradeMachine: Sendable {
         self.role = role
     }
 
-    /// Initiator: the offer for `path` is about to be sent. Returns the frame to send, or `nil` when an upgrade
-    /// already started (or this is the responder).
+    /// Initiator: the offer for `path` is about to be sent (first or again after a failure). Returns the frame to
+    /// send, or `nil` when an upgrade is under way or done (or this is the responder).
     public mutating func offer(_ path: UpgradePathInfo) -> ProtoOfflineFrame? {
-        guard role == .initiator, phase == .idle else { return nil }
+        guard role == .initiator, phase == .idle || phase == .abandoned else { return nil }
         phase = .offered
+        peerLastWrite = false
         offeredPath = path
         return OfflineFrames.upgradePathAvailable(path)
     }
@@ -151,6 +153,11 @@ public struct BandwidthUpgradeMachine: Sendable {
         }
         actions.append(.abandon(error))
         return actions
+    }
+
+    /// Initiator: no offer could be made this time (no usable address, say); a later one may be.
+    public mutating func cannotOffer() {
+        if role == .initiator, phase == .idle { phase = .abandoned }
     }
 
     /// Whether frames are being held for the new channel.
