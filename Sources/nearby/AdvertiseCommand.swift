@@ -35,7 +35,7 @@ struct AdvertiseCommand: AsyncParsableCommand {
         let advertiser = Advertiser(connectionManager: manager)
         let sessions: [any AdvertisingSession]
         do {
-            sessions = try await advertiser.startAdvertising(using: Data(try info.bytes()))
+            sessions = try await advertiser.startAdvertising(using: Data(try info.bytes()), mediums: common.announcedMediums)
         } catch let error as NearbyError {
             throw CLIFailure("cannot advertise: \(error.message)")
         }

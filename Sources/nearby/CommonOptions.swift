@@ -19,6 +19,11 @@ struct CommonOptions: ParsableArguments {
     @Option(help: "BLE controller transport: tcp:HOST:PORT, uart:/dev/ttyX[@BAUD] or hci:N.")
     var hci: String?
 
+    @Flag(
+        name: .customLong("no-upgrade"),
+        help: "Keep connections on the medium they started on (no bandwidth upgrade from BLE to Wi-Fi LAN).")
+    var noUpgrade = false
+
     @Flag(help: "Print one JSON object per line.")
     var json = false
 
@@ -56,19 +61,31 @@ struct CommonOptions: ParsableArguments {
         return logger
     }
 
-    /// The manager for this run, with the mediums the options select.
+    /// The mediums to advertise and discover on: those of `--medium`, or `nil` for all of the manager's.
+    var announcedMediums: Set<NearbyConnections.Medium>? {
+        guard !mediums.isEmpty else { return nil }
+        return Set(mediums.compactMap(MediumKind.init(rawValue:)).map { $0 == .ble ? .ble : .wifiLAN })
+    }
+
+    /// The manager for this run, with the mediums the options select. With BLE and without `--no-upgrade`, Wi-Fi
+    /// LAN is there too as the bandwidth upgrade target, even when `--medium ble` keeps advertising and discovery
+    /// on BLE.
     func makeManager(receiveDirectory: URL, listenPort: Int? = nil) throws -> ConnectionManager {
         let selected = Set(mediums.compactMap(MediumKind.init(rawValue:)))
         let logger = makeLogger()
-        let selectedMediums: [any NearbyCore.Medium]
+        var selectedMediums: [any NearbyCore.Medium]
         do {
             selectedMediums = try ConnectionOptions.mediums(selected, hci: hci, logger: logger)
+            let kinds = selectedMediums.map(\.kind)
+            if !noUpgrade, kinds.contains(.ble), !kinds.contains(.wifiLAN) {
+                selectedMediums += try ConnectionOptions.mediums([.wifiLAN], hci: nil, logger: logger)
+            }
         } catch let error as NearbyError {
             throw CLIFailure(error.message)
         }
         let options = ConnectionOptions(
             mediums: selectedMediums, receiveDirectory: receiveDirectory, keepAlive: keepAlive, listenPort: listenPort,
-            logger: logger)
+            autoUpgradeBandwidth: !noUpgrade, logger: logger)
         return ConnectionManager(serviceID: serviceID, strategy: parsedStrategy, options: options)
     }
 }

@@ -17,7 +17,7 @@ struct DiscoverCommand: AsyncParsableCommand {
         let output = EventOutput(json: common.json)
         let manager = try common.makeManager(receiveDirectory: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
         let discoverer = Discoverer(connectionManager: manager)
-        try await discoverer.startDiscovery()
+        try await discoverer.startDiscovery(mediums: common.announcedMediums)
         let subscription = manager.events
         let events = Task { () -> CLIFailure? in
             for await event in subscription {

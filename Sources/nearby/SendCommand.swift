@@ -123,7 +123,7 @@ struct SendCommand: AsyncParsableCommand {
             }
             return nil
         }
-        try await discoverer.startDiscovery()
+        try await discoverer.startDiscovery(mediums: common.announcedMediums)
         guard let id = await found.value else { throw CLIFailure("discovery ended without finding the endpoint") }
         do {
             try await discoverer.requestConnection(to: id, using: ownInfo)

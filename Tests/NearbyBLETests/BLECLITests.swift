@@ -20,6 +20,19 @@ struct BLECLITests {
     }
 
     @Test func advertiseAndSendOverBLE() async throws {
+        try await advertiseAndSend(upgrade: false)
+    }
+
+    @Test(
+        "With --medium ble and no --no-upgrade, the connection moves to Wi-Fi LAN and both print medium_changed",
+        .enabled(if: BLETestEnvironment.inTestNetwork, "needs the veth addresses of scripts/with-test-network.sh"))
+    func advertiseAndSendWithUpgrade() async throws {
+        try await advertiseAndSend(upgrade: true)
+    }
+
+    /// `nearby advertise` and `nearby send` over BLE, bytes and a file; with `upgrade` false the advertiser passes
+    /// `--no-upgrade`, so everything goes over the L2CAP channel.
+    func advertiseAndSend(upgrade: Bool) async throws {
         let nearby = try Self.nearbyExecutable()
         let controllers = try await VirtualControllers.start(2)
         defer { controllers.stop() }
@@ -33,7 +46,7 @@ struct BLECLITests {
         let advertiser = try RigProcess([
             nearby, "advertise", "--service-id", "com.example.ble.cli", "--name", "kiosk", "--accept", "--json",
             "--receive-dir", inbox.path, "--medium", "ble", "--hci", controllers.hci(0),
-        ])
+        ] + (upgrade ? [] : ["--no-upgrade"]))
         defer { advertiser.kill() }
         _ = try await advertiser.waitForLine("{\"discoverable\":true")
         let sender = try RigProcess([
@@ -49,6 +62,9 @@ struct BLECLITests {
         }
         #expect(try Data(contentsOf: received) == Data(patternBytes(150_000, seed: 77)))
         #expect(advertiser.output.contains("\"size\":14,\"type\":\"bytes\""))
+        let moved = "\"event\":\"medium_changed\",\"medium\":\"wifi-lan\""
+        #expect(advertiser.output.contains(moved) == upgrade, "\(advertiser.output.suffix(2000))")
+        #expect(sender.output.contains(moved) == upgrade, "\(sender.output.suffix(2000))")
     }
 
     @Test func bleWithoutHCIIsAUsageError() async throws {
