@@ -102,6 +102,31 @@ struct EngineUpgradeTests {
         await pair.advertiser.shutdown()
     }
 
+    @Test("A peer that never finishes draining the old channel is disconnected with a clear error")
+    func stuckDrain() async throws {
+        var timeouts = EndpointSession.Timeouts()
+        timeouts.upgradeDrain = .milliseconds(500)
+        let latch = Latch()
+        let pair = EnginePair(timeouts: timeouts, upgradeBeforeConnecting: { await latch.wait() })
+        _ = try await pair.connect()
+        // The discoverer's frames on the first channel (its LAST_WRITE among them) never reach the advertiser, so
+        // neither side gets a SAFE_TO_CLOSE. The first drain deadline ends the connection; the other side then
+        // sees it close.
+        pair.discovererMedium.freezeOpenedChannels()
+        await latch.open()
+        var errors: [NearbyError?] = []
+        for log in [pair.advertiserLog, pair.discovererLog] {
+            guard case .endpoint(.disconnected(_, let error)) = try await log.wait({
+                if case .endpoint(.disconnected) = $0 { true } else { false }
+            }) else { return }
+            errors.append(error)
+        }
+        #expect(errors.contains { $0?.code == .timeout && $0?.message.contains("bandwidth upgrade") == true })
+        #expect(await pair.advertiserLog.events.contains(where: Self.isMediumChange) == false)
+        await pair.discoverer.shutdown()
+        await pair.advertiser.shutdown()
+    }
+
     @Test("Strangers on the upgrade listener are dropped; the peer's own channel still completes the upgrade")
     func strangersOnTheUpgradeListener() async throws {
         let latch = Latch()

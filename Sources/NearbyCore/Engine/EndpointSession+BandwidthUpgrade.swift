@@ -146,6 +146,7 @@ extension EndpointSession {
                 taken = true
                 pendingChannel = newChannel
                 sendGateClosed = true
+                upgradeDrainDeadline = .now + timeouts.upgradeDrain
                 logger.debug("upgraded channel ready; draining the prior channel")
                 await enqueueUpgradeWrite(.holdAfter(lastWrite))
             case .sendOnPriorChannel(let safeToClose):
@@ -183,6 +184,7 @@ extension EndpointSession {
         }
         let prior = readChannel
         pendingChannel = nil
+        upgradeDrainDeadline = nil
         readChannel = next
         chunkSize.withLock { $0 = next.medium.maxTransmitPacketSize }
         await enqueueUpgradeWrite(.switchChannel(next))

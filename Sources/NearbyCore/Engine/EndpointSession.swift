@@ -44,6 +44,9 @@ public actor EndpointSession {
         public var clientIntroduction: Duration = .seconds(5)
         /// Bandwidth upgrade: how long the one read of the peer's goodbye on the old channel may take.
         public var priorChannelGoodbye: Duration = .seconds(2)
+        /// Bandwidth upgrade: how long the old channel may take to drain (from our LAST_WRITE to the peer's
+        /// SAFE_TO_CLOSE) before the connection is ended; writes are held meanwhile.
+        public var upgradeDrain: Duration = .seconds(15)
 
         /// The protocol's defaults.
         public init() {}
@@ -77,6 +80,8 @@ public actor EndpointSession {
     var upgradeOfferTask: Task<Void, Never>?
     /// The wait before the last retried offer, doubled for the next.
     var upgradeRetryDelay: Duration?
+    /// When the old channel must have drained, while it drains.
+    var upgradeDrainDeadline: ContinuousClock.Instant?
     /// While closed, payload senders wait before queueing frames (a bandwidth upgrade holds writes).
     var sendGateClosed = false
     var sendGateWaiters: [CheckedContinuation<Void, Never>] = []
@@ -507,6 +512,11 @@ public actor EndpointSession {
             try? await Task.sleep(for: .milliseconds(100))
             if Task.isCancelled || ended { return }
             let now = ContinuousClock.now
+            if let deadline = upgradeDrainDeadline, now > deadline {
+                await end(NearbyError(
+                    .timeout, "the peer did not finish the bandwidth upgrade within \(timeouts.upgradeDrain)"))
+                return
+            }
             if let deadline = phaseDeadline, now > deadline {
                 await end(NearbyError(.timeout, info == nil && endpointIDValue == nil && !isOutgoing
                     ? "no connection request within \(timeouts.connectionRequest)"
