@@ -1,4 +1,5 @@
 import Foundation
+import NearbyTestSupport
 import Testing
 
 /// The `nearby` CLI with `--medium ble --hci tcp:...`: advertise in one process, send from another.
@@ -54,10 +55,10 @@ struct BLECLITests {
             "--json", "--bytes", "hello over ble", "--file", file.path, "--medium", "ble", "--hci", controllers.hci(1),
         ])
         defer { sender.kill() }
-        _ = try await eventually(120, "the sender to exit") { sender.isRunning ? nil : true }
+        _ = try await eventually(within: 120, "the sender to exit") { sender.isRunning ? nil : true }
         #expect(sender.output.contains("\"event\":\"payload_sent\""), "\(sender.output.suffix(2000))")
         let received = inbox.appendingPathComponent("payload.bin")
-        _ = try await eventually(30, "the file at the advertiser") {
+        _ = try await eventually(within: 30, "the file at the advertiser") {
             advertiser.output.contains("\"path\":\"\(received.path)\"") ? true : nil
         }
         #expect(try Data(contentsOf: received) == Data(patternBytes(150_000, seed: 77)))
@@ -70,7 +71,7 @@ struct BLECLITests {
     @Test func bleWithoutHCIIsAUsageError() async throws {
         let nearby = try Self.nearbyExecutable()
         let process = try RigProcess([nearby, "discover", "--service-id", "x", "--medium", "ble", "--timeout", "1"])
-        _ = try await eventually(30, "the CLI to exit") { process.isRunning ? nil : true }
+        _ = try await eventually(within: 30, "the CLI to exit") { process.isRunning ? nil : true }
         #expect(process.output.contains("--hci"))
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import NearbyBLE
 import NearbyConnections
 import NearbyCore
+import NearbyTestSupport
 import NearbyWiFiLAN
 import enum NearbyWire.PCP
 import Synchronization
@@ -28,7 +29,7 @@ final class EventLog: Sendable {
 
     func wait<Value>(_ what: String, _ seconds: Double = 60, _ match: @escaping (ConnectionEvent) -> Value?) async throws -> Value {
         do {
-            return try await eventually(seconds, what) { all.compactMap(match).first }
+            return try await eventually(within: seconds, what) { all.compactMap(match).first }
         } catch {
             throw RigFailure("\(error); events: \(all.suffix(10).map { String("\($0)".prefix(200)) })")
         }
@@ -211,7 +212,7 @@ struct BLEEndToEndTests {
         try await a.accept(aPeer)
         try await b.accept(found)
         // The offer comes 2 s after connecting; the discoverer's TCP connection to it is refused.
-        _ = try await eventually(30, "the refused upgrade attempt") { refusing.refusals.withLock { $0 } >= 1 ? true : nil }
+        _ = try await eventually(within: 30, "the refused upgrade attempt") { refusing.refusals.withLock { $0 } >= 1 ? true : nil }
 
         _ = try await a.send(Data("over BLE still".utf8), to: aPeer)
         _ = try await b.send(Data("here too".utf8), to: found)

@@ -163,16 +163,6 @@ struct VirtualControllers: Sendable {
     func stop() { process.kill() }
 }
 
-/// Polls `probe` until it returns a value.
-func eventually<Value>(_ seconds: Double = 30, _ what: String, _ probe: () async throws -> Value?) async throws -> Value {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while true {
-        if let value = try await probe() { return value }
-        if ContinuousClock.now >= deadline { throw RigFailure("timed out after \(seconds) s waiting for \(what)") }
-        try await Task.sleep(for: .milliseconds(25))
-    }
-}
-
 /// Deterministic pseudo-random bytes.
 func patternBytes(_ count: Int, seed: UInt64) -> [UInt8] {
     var state = seed &+ 0x9E37_79B9_7F4A_7C15

@@ -1,6 +1,7 @@
 import Foundation
 import NearbyBLE
 import NearbyMessages
+import NearbyTestSupport
 import NearbyWire
 import Synchronization
 import Testing
@@ -45,7 +46,7 @@ struct BeaconScanTests {
         let collecting = Task { for await event in subscription { events.withLock { $0.append(event) } } }
         defer { collecting.cancel() }
 
-        let found = try await eventually(30, "four beacons found") { () -> [String: Beacon]? in
+        let found = try await eventually(within: 30, "four beacons found") { () -> [String: Beacon]? in
             let beacons = events.withLock { $0.filter { $0.kind == .found }.compactMap(\.beacon) }
             let byAddress = Dictionary(beacons.map { ($0.address.uppercased(), $0) }, uniquingKeysWith: { first, _ in first })
             return byAddress.count >= 4 ? byAddress : nil
@@ -76,7 +77,7 @@ struct BeaconScanTests {
         }
 
         // The advertisers stop after 8 s; each beacon is lost 2 s after its last sighting, and found only once.
-        _ = try await eventually(30, "four beacons lost") { () -> Bool? in
+        _ = try await eventually(within: 30, "four beacons lost") { () -> Bool? in
             events.withLock { $0.filter { $0.kind == .lost }.count } >= 4 ? true : nil
         }
         #expect(events.withLock { $0.filter { $0.kind == .found }.count } == 4, "\(events.withLock { $0 })")

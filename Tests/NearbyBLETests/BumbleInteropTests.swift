@@ -1,5 +1,6 @@
 import Foundation
 import NearbyCore
+import NearbyTestSupport
 import NearbyWire
 import Synchronization
 import Testing
@@ -150,7 +151,7 @@ struct BumbleInteropTests {
                 completed.withLock { $0 += 1 }
             }
         }
-        _ = try await eventually(30, "the peer's credits to run out") {
+        _ = try await eventually(within: 30, "the peer's credits to run out") {
             await channel.availableCredits() == 0 && completed.withLock { $0 } == 4 ? true : nil
         }
         // Stays blocked: nothing more completes while the peer grants nothing.
@@ -182,7 +183,7 @@ struct BumbleInteropTests {
             }
         }
         let reader = Task { while try await channel.receive() != nil {} }
-        _ = try await eventually(30, "some data to flow") { sentCount.withLock { $0 } >= 5 ? true : nil }
+        _ = try await eventually(within: 30, "some data to flow") { sentCount.withLock { $0 } >= 5 ? true : nil }
         controllers.stop()  // the controller process dies mid-transfer
         let writeResult = await writer.result
         #expect(throws: NearbyError.self) { try writeResult.get() }

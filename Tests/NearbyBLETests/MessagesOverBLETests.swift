@@ -1,6 +1,7 @@
 import Foundation
 import NearbyBLE
 import NearbyMessages
+import NearbyTestSupport
 import Synchronization
 import Testing
 
@@ -31,13 +32,13 @@ struct MessagesOverBLETests {
         let events = Mutex<[MessageEvent]>([])
         let collecting = Task { for await event in subscription { events.withLock { $0.append(event) } } }
         defer { collecting.cancel() }
-        let found = try await eventually(30, "the message found over BLE") {
+        let found = try await eventually(within: 30, "the message found over BLE") {
             events.withLock { $0.first { $0.kind == .found } }
         }
         #expect(found.message == message)
         await publication.cancel()
         // Lost once the advertisement has been unseen for the BLE medium's lost timeout (12 s by default).
-        _ = try await eventually(40, "the message lost") { events.withLock { $0.contains { $0.kind == .lost } } ? true : nil }
+        _ = try await eventually(within: 40, "the message lost") { events.withLock { $0.contains { $0.kind == .lost } } ? true : nil }
         await subscription.cancel()
     }
 }

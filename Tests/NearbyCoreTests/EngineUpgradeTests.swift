@@ -22,10 +22,10 @@ struct EngineUpgradeTests {
         let atDiscoverer = try await Self.verify(stream: 22, from: pair.discovererLog, seed: 5)
 
         // Both streams are moving over "BLE" before the upgrade goes on.
-        try await eventually {
+        _ = try await eventually("both streams to move 50 KB") {
             let a = await fromDiscoverer.produced
             let b = await fromAdvertiser.produced
-            return a > 50_000 && b > 50_000
+            return a > 50_000 && b > 50_000 ? true : nil
         }
         #expect(await pair.advertiserLog.events.contains(where: Self.isMediumChange) == false)
         await latch.open()
@@ -66,9 +66,9 @@ struct EngineUpgradeTests {
         _ = try await pair.connect()
         let attempts = try #require(pair.discovererUpgradeMedium)
         let listeners = try #require(pair.advertiserUpgradeMedium)
-        try await eventually { attempts.connectAttempts.withLock { $0 } == 1 }
+        _ = try await eventually("the upgrade attempt") { attempts.connectAttempts.withLock { $0 } == 1 ? true : nil }
         // The discoverer answered UPGRADE_FAILURE; the advertiser stops listening and stays.
-        try await eventually { listeners.openListeners == 0 }
+        _ = try await eventually("the listener to stop") { listeners.openListeners == 0 ? true : nil }
         try await pair.discoverer.send(.bytes(Array("still here".utf8)), to: "ADVR", id: 31)
         try await pair.advertiser.send(.bytes(Array("me too".utf8)), to: "DISC", id: 32)
         _ = try await pair.advertiserLog.wait { if case .endpoint(.bytesReceived(_, 31, _)) = $0 { true } else { false } }
@@ -133,7 +133,7 @@ struct EngineUpgradeTests {
         let pair = EnginePair(upgradeBeforeConnecting: { await latch.wait() })
         _ = try await pair.connect()
         let listeners = try #require(pair.advertiserUpgradeMedium)
-        try await eventually { listeners.openListeners == 1 }
+        _ = try await eventually("the upgrade listener") { listeners.openListeners == 1 ? true : nil }
         let onIncoming = try #require(listeners.air.upgradeListeners.withLock { $0.values.first })
         let intruders: [[UInt8]] = [
             Array("not a frame".utf8),
@@ -164,8 +164,8 @@ struct EngineUpgradeTests {
         let pair = EnginePair(timeouts: timeouts, upgradeBeforeConnecting: { await latch.wait() })
         _ = try await pair.connect()
         let listeners = try #require(pair.advertiserUpgradeMedium)
-        try await eventually { listeners.openListeners == 1 }
-        try await eventually { listeners.openListeners == 0 }
+        _ = try await eventually("the upgrade listener") { listeners.openListeners == 1 ? true : nil }
+        _ = try await eventually("the listener to stop") { listeners.openListeners == 0 ? true : nil }
         // The responder's late channel finds nothing listening: it answers UPGRADE_FAILURE, both stay.
         await latch.open()
         try await pair.advertiser.send(.bytes(Array("still".utf8)), to: "DISC", id: 51)
@@ -241,14 +241,5 @@ actor Latch {
         isOpen = true
         for waiter in waiters { waiter.resume() }
         waiters = []
-    }
-}
-
-/// Polls `condition` every 10 ms for up to `seconds`.
-func eventually(_ seconds: Double = 10, _ condition: @Sendable () async -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while !(await condition()) {
-        guard ContinuousClock.now < deadline else { throw NearbyError(.timeout, "condition not met within \(seconds) s") }
-        try await Task.sleep(for: .milliseconds(10))
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import NearbyConnections
+import NearbyTestSupport
 import Testing
 
 extension WiFiLANIntegration {
@@ -31,7 +32,7 @@ extension WiFiLANIntegration {
                 #expect(outcome == .failure)
                 try await receiver.waitForState(.disconnected, of: senderID)
                 #expect(!directoryEntries(receiveDirectory).contains("doomed.bin"), "\(directoryEntries(receiveDirectory))")
-                _ = try await eventually(10, "the partial file to go: \(directoryEntries(receiveDirectory))") {
+                _ = try await eventually(within: 10, "the partial file to go: \(directoryEntries(receiveDirectory))") {
                     directoryEntries(receiveDirectory).contains { $0.hasSuffix(".partial") } ? nil : true
                 }
             }

@@ -7,24 +7,6 @@ import NearbyWire
 /// its own dbus-daemon and avahi-daemon.
 let isInTestNetwork = ProcessInfo.processInfo.environment["NEARBY_TEST_NETNS"] != nil
 
-/// Polls `probe` every 50 ms until it returns a value, giving up after `seconds`.
-func eventually<Value>(
-    within seconds: Double = 10,
-    _ what: String,
-    _ probe: () async throws -> Value?
-) async throws -> Value {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while true {
-        if let value = try await probe() {
-            return value
-        }
-        guard ContinuousClock.now < deadline else {
-            throw TestTimeout(description: "timed out after \(seconds) s waiting for \(what)")
-        }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-}
-
 /// A service type that no other test uses, in the Nearby form `_<12 hex>._tcp`.
 func uniqueServiceType() -> String {
     "_" + (0..<12).map { _ in String("0123456789ABCDEF".randomElement()!) }.joined() + "._tcp"

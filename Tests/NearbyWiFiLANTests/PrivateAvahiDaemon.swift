@@ -1,3 +1,4 @@
+import NearbyTestSupport
 import Foundation
 
 /// A second dbus-daemon + avahi-daemon pair that one test owns and may kill, so that the daemon shared by the

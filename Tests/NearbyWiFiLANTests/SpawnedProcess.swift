@@ -1,3 +1,4 @@
+import NearbyTestSupport
 import Foundation
 
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import Foundation
+import NearbyTestSupport
 import Synchronization
 
 /// A running `nearby` command: its stdout is read on a thread of its own, one JSON event per line; stderr goes to a
@@ -82,7 +83,7 @@ final class CLIProcess: Sendable {
         _ name: String, timeout: Double = 30, where predicate: @escaping (JSONEvent) -> Bool = { _ in true }
     ) async throws -> JSONEvent {
         do {
-            return try await eventually(timeout, "\(label) to print \(name)") {
+            return try await eventually(within: timeout, "\(label) to print \(name)") {
                 if let event = events.first(where: { $0.event == name && predicate($0) }) { return event }
                 if !isRunning, output.withLock({ $0.closed }) {
                     throw IntegrationFailure("\(label) exited before printing \(name)")
@@ -100,7 +101,7 @@ final class CLIProcess: Sendable {
     /// Waits for the process to exit and for its output to be read; returns its exit status (128+N for signal N).
     func waitForExit(timeout: Double = 30) async throws -> Int32 {
         do {
-            _ = try await eventually(timeout, "\(label) to exit") { !isRunning && output.withLock { $0.closed } ? true : nil }
+            _ = try await eventually(within: timeout, "\(label) to exit") { !isRunning && output.withLock { $0.closed } ? true : nil }
         } catch {
             throw IntegrationFailure("\(error)\n\(diagnostics)")
         }

@@ -1,6 +1,7 @@
 import Foundation
 import NearbyConnections
 import NearbyCore
+import NearbyTestSupport
 import Synchronization
 
 /// Everything a ``ConnectionManager`` reported, kept so tests can wait for an event and later check what never
@@ -37,7 +38,7 @@ final class EventLog: Sendable {
         _ what: String, timeout: Double = 30, _ match: @escaping (ConnectionEvent) -> Value?
     ) async throws -> Value {
         do {
-            return try await eventually(timeout, what) { all.lazy.compactMap(match).first }
+            return try await eventually(within: timeout, what) { all.lazy.compactMap(match).first }
         } catch {
             throw IntegrationFailure("\(error); events so far:\n\(summary)")
         }
