@@ -6,7 +6,6 @@ Ports are chosen by the kernel (bind to port 0) and retried on collision.
 HCI_Reset is made to drop LE state (Bumble's own reset keeps it), so each host starts clean.
 """
 import asyncio
-import os
 import logging
 import socket
 import sys
@@ -15,6 +14,8 @@ from bumble import hci, ll
 from bumble.controller import Controller
 from bumble.link import LocalLink
 from bumble.transport import open_transport
+
+from rig_watchdog import exit_with_parent
 
 
 class ResettingController(Controller):
@@ -41,17 +42,6 @@ class ResettingController(Controller):
         return super().on_hci_reset_command(command)
 
 
-WATCHDOGS = []
-
-
-async def exit_with_parent():
-    """Ends this process when the test process that started it goes away (even if it was killed)."""
-    parent = os.getppid()
-    while os.getppid() == parent:
-        await asyncio.sleep(0.5)
-    os._exit(0)
-
-
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(('127.0.0.1', 0))
@@ -59,7 +49,7 @@ def free_port():
 
 
 async def main(count):
-    WATCHDOGS.append(asyncio.get_running_loop().create_task(exit_with_parent()))
+    exit_with_parent()
     link = LocalLink()
     keep = []
     ports = []

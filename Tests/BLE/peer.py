@@ -15,7 +15,6 @@ Usage:
       Like echo, but never reads: the initial credits are all the peer ever gets.
 """
 import asyncio
-import os
 import sys
 
 from bumble.core import AdvertisingData
@@ -24,11 +23,13 @@ from bumble.hci import Address
 from bumble.l2cap import LeCreditBasedChannelSpec
 from bumble.transport import open_transport
 
+from rig_watchdog import exit_with_parent
+
 DEFAULT_DATA = bytes.fromhex('020106')
 
 
 async def open_device(port, address):
-    WATCHDOGS.append(asyncio.get_running_loop().create_task(exit_with_parent()))
+    exit_with_parent()
     transport = await open_transport(f'tcp-client:127.0.0.1:{port}')
     device = Device.with_hci('peer', Address(address), transport.source, transport.sink)
     await device.power_on()
@@ -91,17 +92,6 @@ async def serve(port, address, psm, mtu, mps, credits, echo, data):
         advertising_data=data, advertising_interval_min=100, advertising_interval_max=100, auto_restart=True)
     print('READY', address, server.psm, flush=True)
     await asyncio.get_running_loop().create_future()
-
-
-WATCHDOGS = []
-
-
-async def exit_with_parent():
-    """Ends this process when the test process that started it goes away (even if it was killed)."""
-    parent = os.getppid()
-    while os.getppid() == parent:
-        await asyncio.sleep(0.5)
-    os._exit(0)
 
 
 def main():
