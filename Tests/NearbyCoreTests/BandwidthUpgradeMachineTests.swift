@@ -4,8 +4,7 @@ import Testing
 
 @Suite("Bandwidth upgrade machine")
 struct BandwidthUpgradeMachineTests {
-    static let path = OfflineFrames.upgradePathAvailableWifiLan(addresses: [[10, 1, 2, 3]], port: 5555)
-        .v1.bandwidthUpgradeNegotiation.upgradePathInfo
+    static let path = OfflineFrames.wifiLanUpgradePath(addresses: [[10, 1, 2, 3]], port: 5555)
 
     static func event(_ type: ProtoBandwidthUpgradeNegotiationFrame.EventType) -> ProtoBandwidthUpgradeNegotiationFrame {
         var frame = ProtoBandwidthUpgradeNegotiationFrame()

@@ -177,8 +177,7 @@ public final class InMemoryUpgradeMedium: Medium {
         init(port: Int32, air: InMemoryMedium.Air) {
             self.port = port
             self.air = air
-            pathInfo = OfflineFrames.upgradePathAvailableWifiLan(addresses: [[10, 0, 0, 1]], port: port)
-                .v1.bandwidthUpgradeNegotiation.upgradePathInfo
+            pathInfo = OfflineFrames.wifiLanUpgradePath(addresses: [[10, 0, 0, 1]], port: port)
         }
         func stop() async { _ = air.upgradeListeners.withLock { $0.removeValue(forKey: port) } }
     }

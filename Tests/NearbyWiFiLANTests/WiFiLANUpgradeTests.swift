@@ -16,18 +16,17 @@ struct WiFiLANUpgradeTests {
         #expect(IPAddressText.format([192, 168, 1, 20]) == "192.168.1.20")
         #expect(IPAddressText.format([0x20, 0x01, 0x0D, 0xB8] + Array(repeating: 0, count: 11) + [5]) == "2001:db8::5")
         #expect(IPAddressText.format([1, 2, 3]) == nil)
-        #expect(IPAddressText.isLoopbackOrLinkLocal([127, 0, 0, 1]))
-        #expect(IPAddressText.isLoopbackOrLinkLocal([169, 254, 3, 4]))
-        #expect(IPAddressText.isLoopbackOrLinkLocal(IPAddressText.parse("::1")!))
-        #expect(IPAddressText.isLoopbackOrLinkLocal(IPAddressText.parse("fe80::9")!))
-        #expect(!IPAddressText.isLoopbackOrLinkLocal([10, 77, 0, 1]))
+        #expect(OfflineFrameValidator.isRefusedUpgradeAddress([127, 0, 0, 1]))
+        #expect(OfflineFrameValidator.isRefusedUpgradeAddress([169, 254, 3, 4]))
+        #expect(OfflineFrameValidator.isRefusedUpgradeAddress(IPAddressText.parse("::1")!))
+        #expect(OfflineFrameValidator.isRefusedUpgradeAddress(IPAddressText.parse("fe80::9")!))
+        #expect(!OfflineFrameValidator.isRefusedUpgradeAddress([10, 77, 0, 1]))
     }
 
     @Test("An offered path is tried candidate by candidate (IPv6 first), then its legacy address, without repeats")
     func targets() {
         let v6 = IPAddressText.parse("2001:db8::5")!
-        let path = OfflineFrames.upgradePathAvailableWifiLan(addresses: [[10, 0, 0, 7], v6], port: 4242)
-            .v1.bandwidthUpgradeNegotiation.upgradePathInfo
+        let path = OfflineFrames.wifiLanUpgradePath(addresses: [[10, 0, 0, 7], v6], port: 4242)
         let targets = WiFiLANMedium.upgradeTargets(path.wifiLanSocket)
         #expect(targets.map(\.0) == ["2001:db8::5", "10.0.0.7"])
         #expect(targets.map(\.1) == [4242, 4242])
@@ -57,7 +56,7 @@ struct WiFiLANUpgradeTests {
         let offered = socket.addressCandidates.map { Array($0.ipAddress) }
         #expect(offered.contains([10, 77, 0, 1]))
         #expect(offered.contains([10, 77, 0, 2]))
-        #expect(!offered.contains { IPAddressText.isLoopbackOrLinkLocal($0) })
+        #expect(!offered.contains { OfflineFrameValidator.isRefusedUpgradeAddress($0) })
         #expect(listener.pathInfo.medium == .wifiLan && listener.pathInfo.supportsClientIntroductionAck)
         // The offer passes the strict receive rules peers apply.
         let frame = OfflineFrames.upgradePathAvailable(listener.pathInfo)

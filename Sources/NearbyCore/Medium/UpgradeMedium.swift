@@ -31,14 +31,6 @@ extension Medium {
 }
 
 extension MediumKind {
-    /// This medium as an upgrade path's medium.
-    public var upgradePathMedium: UpgradePathInfo.Medium {
-        switch self {
-        case .wifiLAN: .wifiLan
-        case .ble: .ble
-        }
-    }
-
     /// The medium of an upgrade path or a connection request's list, when swift-nearby implements it.
     public init?(upgradePath medium: UpgradePathInfo.Medium) {
         switch medium {

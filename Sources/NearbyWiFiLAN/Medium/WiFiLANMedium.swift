@@ -25,7 +25,7 @@ public final class WiFiLANMedium: Medium {
 
     private let discoveryProvider: WiFiLANServiceDiscoveryProvider
     private let group: any EventLoopGroup
-    private let logger: Logger
+    let logger: Logger
 
     /// Creates the medium. Nothing is opened until advertising, discovery or a connection starts.
     ///

@@ -23,8 +23,7 @@ public final class WiFiLANUpgradeListener: UpgradeListener {
     init(listener: TCPListener, addresses: [[UInt8]]) {
         self.listener = listener
         self.addresses = addresses
-        pathInfo = OfflineFrames.upgradePathAvailableWifiLan(addresses: addresses, port: Int32(listener.port))
-            .v1.bandwidthUpgradeNegotiation.upgradePathInfo
+        pathInfo = OfflineFrames.wifiLanUpgradePath(addresses: addresses, port: Int32(listener.port))
     }
 
     /// Stops listening; an accepted channel stays open.
@@ -49,14 +48,14 @@ extension WiFiLANMedium {
     ) async throws -> any UpgradeListener {
         let addresses: [[UInt8]]
         if let bound = IPAddressText.parse(listenHost), !bound.allSatisfy({ $0 == 0 }) {
-            addresses = IPAddressText.isLoopbackOrLinkLocal(bound) ? [] : [bound]
+            addresses = OfflineFrameValidator.isRefusedUpgradeAddress(bound) ? [] : [bound]
         } else {
             addresses = try Self.upgradeAddresses(includeIPv6: listenHost.contains(":"))
         }
         guard !addresses.isEmpty else {
             throw NearbyError(.mediumUnavailable, "no LAN address to offer for a bandwidth upgrade (only loopback or link-local)")
         }
-        let listener = try await TCPListener.bind(host: listenHost, port: 0, medium: .wifiLAN, logger: upgradeLogger) {
+        let listener = try await TCPListener.bind(host: listenHost, port: 0, medium: .wifiLAN, logger: logger) {
             onIncoming($0)
         }
         return WiFiLANUpgradeListener(listener: listener, addresses: addresses)
@@ -76,7 +75,7 @@ extension WiFiLANMedium {
         var failures: [String] = []
         for (host, port) in targets {
             do {
-                return try await TCPConnector.connect(hosts: [host], port: port, medium: .wifiLAN, logger: upgradeLogger)
+                return try await TCPConnector.connect(hosts: [host], port: port, medium: .wifiLAN, logger: logger)
             } catch let error as NearbyError {
                 failures.append(error.message)
             }
@@ -112,16 +111,10 @@ extension WiFiLANMedium {
         for device in devices {
             guard let text = device.address?.ipAddress, let bytes = IPAddressText.parse(text) else { continue }
             guard bytes.count == 4 || includeIPv6 else { continue }
-            guard !IPAddressText.isLoopbackOrLinkLocal(bytes), !result.contains(bytes) else { continue }
+            guard !OfflineFrameValidator.isRefusedUpgradeAddress(bytes), !result.contains(bytes) else { continue }
             result.append(bytes)
         }
         return result
-    }
-
-    private var upgradeLogger: Logger {
-        var logger = Logger(label: "nearby.wifi-lan.upgrade")
-        logger.logLevel = .warning
-        return logger
     }
 }
 
@@ -155,12 +148,5 @@ enum IPAddressText {
         }
         guard ok else { return nil }
         return String(cString: buffer)
-    }
-
-    /// Whether peers would refuse this address in an upgrade path (loopback or link-local).
-    static func isLoopbackOrLinkLocal(_ bytes: [UInt8]) -> Bool {
-        if bytes.count == 4 { return bytes[0] == 127 || (bytes[0] == 169 && bytes[1] == 254) }
-        let loopback = bytes.dropLast().allSatisfy { $0 == 0 } && bytes[15] == 1
-        return loopback || (bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80) || bytes.allSatisfy { $0 == 0 }
     }
 }

@@ -137,11 +137,21 @@ public enum OfflineFrames {
         return wrap(.disconnection) { $0.disconnection = frame }
     }
 
-    /// A bandwidth upgrade offer to move to Wi-Fi LAN at the given addresses (4 or 16 bytes each) and port.
-    /// The legacy `ip_address`/`wifi_port` fields are filled from the last IPv4 candidate, for old peers.
+    /// A bandwidth upgrade offer to move to Wi-Fi LAN at the given addresses (4 or 16 bytes each) and port: an
+    /// `UPGRADE_PATH_AVAILABLE` carrying ``wifiLanUpgradePath(addresses:port:supportsDisablingEncryption:)``.
     public static func upgradePathAvailableWifiLan(
         addresses: [[UInt8]], port: Int32, supportsDisablingEncryption: Bool = false
     ) -> ProtoOfflineFrame {
+        upgradePathAvailable(
+            wifiLanUpgradePath(addresses: addresses, port: port, supportsDisablingEncryption: supportsDisablingEncryption))
+    }
+
+    /// The WIFI_LAN upgrade path at the given addresses (4 or 16 bytes each, IPv6 listed first) and port, with
+    /// `supports_client_introduction_ack` set. The legacy `ip_address`/`wifi_port` fields are filled from the last
+    /// IPv4 candidate, for old peers.
+    public static func wifiLanUpgradePath(
+        addresses: [[UInt8]], port: Int32, supportsDisablingEncryption: Bool = false
+    ) -> ProtoBandwidthUpgradeNegotiationFrame.UpgradePathInfo {
         var socket = ProtoBandwidthUpgradeNegotiationFrame.UpgradePathInfo.WifiLanSocket()
         let ordered = addresses.filter { $0.count == 16 } + addresses.filter { $0.count == 4 }
         socket.addressCandidates = ordered.map { address in
@@ -159,7 +169,7 @@ public enum OfflineFrames {
         info.wifiLanSocket = socket
         info.supportsDisablingEncryption = supportsDisablingEncryption
         info.supportsClientIntroductionAck = true
-        return bandwidthUpgrade(.upgradePathAvailable) { $0.upgradePathInfo = info }
+        return info
     }
 
     /// A bandwidth upgrade offer for any path (`UPGRADE_PATH_AVAILABLE`).

@@ -169,9 +169,14 @@ public enum OfflineFrameValidator {
         guard address.count == 4 || address.count == 16 else {
             throw invalid("Wi-Fi LAN address is \(address.count) bytes, not 4 or 16")
         }
-        if !policy.allowsLoopbackUpgradeAddresses && (isLoopback(address) || isLinkLocal(address)) {
+        if !policy.allowsLoopbackUpgradeAddresses && isRefusedUpgradeAddress(address) {
             throw invalid("Wi-Fi LAN upgrade address is loopback or link-local")
         }
+    }
+
+    /// Whether peers refuse this address (4 or 16 bytes) in a Wi-Fi LAN upgrade path: it is loopback or link-local.
+    public static func isRefusedUpgradeAddress(_ address: [UInt8]) -> Bool {
+        isLoopback(address) || isLinkLocal(address)
     }
 
     static func isLoopback(_ address: [UInt8]) -> Bool {
