@@ -67,7 +67,7 @@ public final class ConnectionManager: Sendable {
             configuration: EngineConfiguration(
                 serviceID: serviceID, strategy: strategy, receiveDirectory: options.receiveDirectory,
                 keepAlive: options.keepAlive, timeouts: timeouts, autoUpgradeBandwidth: options.autoUpgradeBandwidth,
-                logger: options.logger),
+                limits: options.limits, logger: options.logger),
             mediums: options.mediums)
         let engine = self.engine
         router.withLock {

@@ -21,6 +21,9 @@ public struct ConnectionOptions: Sendable {
     /// How long an advertiser keeps a new connection on its first medium before offering the upgrade. Default:
     /// zero (at once, as other implementations do).
     public var bandwidthUpgradeDelay: Duration
+    /// Limits on what peers can make this process hold: bytes received per connection, free disk space kept,
+    /// open payloads, endpoints, decision and write deadlines. Default: ``NearbyCore/ResourceLimits/init()``.
+    public var limits: ResourceLimits
     /// The logger. Set its level to `.debug` for the debug log of every internal event.
     public var logger: Logger
 
@@ -29,7 +32,8 @@ public struct ConnectionOptions: Sendable {
         mediums: [any NearbyCore.Medium]? = nil,
         receiveDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
         keepAlive: KeepAliveSettings = .default, listenPort: Int? = nil, autoUpgradeBandwidth: Bool = true,
-        bandwidthUpgradeDelay: Duration = .zero, logger: Logger = Logger(label: "nearby")
+        bandwidthUpgradeDelay: Duration = .zero, limits: ResourceLimits = .init(),
+        logger: Logger = Logger(label: "nearby")
     ) {
         self.mediums = mediums ?? [WiFiLANMedium(logger: logger)]
         self.receiveDirectory = receiveDirectory
@@ -37,6 +41,7 @@ public struct ConnectionOptions: Sendable {
         self.listenPort = listenPort
         self.autoUpgradeBandwidth = autoUpgradeBandwidth
         self.bandwidthUpgradeDelay = bandwidthUpgradeDelay
+        self.limits = limits
         self.logger = logger
     }
 

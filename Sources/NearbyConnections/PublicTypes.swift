@@ -109,3 +109,6 @@ public typealias PayloadKind = NearbyCore.PayloadKind
 
 /// A medium as the engine names it (`wifi-lan`, `ble`).
 public typealias MediumKind = NearbyCore.MediumKind
+
+/// Limits on what peers can make this process hold (bytes, payloads, endpoints, time); see ``ConnectionOptions/limits``.
+public typealias ResourceLimits = NearbyCore.ResourceLimits

@@ -36,6 +36,8 @@ public struct EngineConfiguration: Sendable {
     /// Whether the advertiser side moves a connection to a faster medium once connected (bandwidth upgrade, e.g.
     /// BLE to Wi-Fi LAN) when both sides have it. Offers from a peer are taken either way.
     public var autoUpgradeBandwidth: Bool
+    /// Limits on what peers can make this engine hold (bytes, payloads, endpoints, time).
+    public var limits: ResourceLimits
     /// The logger; set its level to `.debug` for the debug log.
     public var logger: Logger
 
@@ -44,7 +46,7 @@ public struct EngineConfiguration: Sendable {
         serviceID: String, strategy: Strategy = .pointToPoint,
         receiveDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
         keepAlive: KeepAliveSettings = .default, timeouts: EndpointSession.Timeouts = .init(),
-        autoUpgradeBandwidth: Bool = true, logger: Logger = Logger(label: "nearby")
+        autoUpgradeBandwidth: Bool = true, limits: ResourceLimits = .init(), logger: Logger = Logger(label: "nearby")
     ) {
         self.serviceID = serviceID
         self.strategy = strategy
@@ -52,6 +54,7 @@ public struct EngineConfiguration: Sendable {
         self.keepAlive = keepAlive
         self.timeouts = timeouts
         self.autoUpgradeBandwidth = autoUpgradeBandwidth
+        self.limits = limits
         self.logger = logger
     }
 }

@@ -1,0 +1,33 @@
+/// Every limit that bounds what a peer can make this process do: memory, disk, open payloads, endpoints and time.
+///
+/// A peer that crosses a limit gets a clear ``NearbyWire/NearbyError``: the payload concerned fails on both sides
+/// (and its partial file is deleted), or the endpoint is dropped; other endpoints and data already received are
+/// unaffected. The defaults suit a file-drop tool on an open network; each can be changed through
+/// ``EngineConfiguration/limits`` (and `ConnectionOptions.limits` in the public API).
+public struct ResourceLimits: Sendable, Hashable {
+    /// The most bytes of FILE and STREAM payloads one connection may receive in total (payloads of unknown size
+    /// included); a payload that would cross it fails. Default: 64 GiB.
+    public var maxReceivedBytesPerConnection: Int64 = 64 << 30
+    /// The free space that must remain on the receive directory's file system; a file that would leave less fails.
+    /// Default: 64 MiB.
+    public var minimumFreeDiskSpace: Int64 = 64 << 20
+    /// The most incoming payloads (of all kinds) one endpoint may have open at once; one more is a protocol
+    /// violation that drops the endpoint. Default: 64.
+    public var maxConcurrentIncomingPayloads: Int = 64
+    /// The most endpoints (connections in any phase) the engine holds at once; further ones are refused.
+    /// Default: 128.
+    public var maxEndpoints: Int = 128
+    /// The most endpoints the engine holds that are not yet connected (handshaking or awaiting a decision);
+    /// further incoming ones are refused. Default: 16.
+    public var maxPendingEndpoints: Int = 16
+    /// How long a connection may wait for both sides' accept or reject before it is rejected. Default: 60 s.
+    public var pendingDecisionTimeout: Duration = .seconds(60)
+    /// The keep-alive timeout a peer may ask for is clamped into this range. Default: 1 s to 300 s.
+    public var peerKeepAliveTimeoutRange: ClosedRange<Duration> = .seconds(1) ... .seconds(300)
+    /// The longest one write to a peer may take before the endpoint is dropped as stalled. `nil`: the connection's
+    /// keep-alive timeout. Default: `nil`.
+    public var writeTimeout: Duration? = nil
+
+    /// The defaults.
+    public init() {}
+}
