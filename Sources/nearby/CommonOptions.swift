@@ -30,6 +30,16 @@ struct CommonOptions: ParsableArguments {
     @Flag(help: "Print the debug log on stderr.")
     var verbose = false
 
+    @Option(
+        name: .customLong("max-receive-bytes"),
+        help: "The most file and stream bytes one connection may send us in total (default: 64 GiB).")
+    var maxReceiveBytes: Int64?
+
+    @Option(
+        name: .customLong("min-free-space"),
+        help: "Bytes that must stay free on the receive directory's file system (default: 64 MiB).")
+    var minFreeSpace: Int64?
+
     @Option(name: .customLong("keep-alive-interval-ms"), help: .hidden)
     var keepAliveIntervalMillis: Int?
 
@@ -43,6 +53,12 @@ struct CommonOptions: ParsableArguments {
         for medium in mediums where MediumKind(rawValue: medium) == nil {
             throw ValidationError("--medium must be wifi-lan or ble, got '\(medium)'")
         }
+        if let maxReceiveBytes, maxReceiveBytes < 0 {
+            throw ValidationError("--max-receive-bytes must be 0 or more, got \(maxReceiveBytes)")
+        }
+        if let minFreeSpace, minFreeSpace < 0 {
+            throw ValidationError("--min-free-space must be 0 or more, got \(minFreeSpace)")
+        }
         if mediums.contains(MediumKind.ble.rawValue), hci == nil {
             throw ValidationError("--medium ble needs --hci tcp:HOST:PORT, uart:/dev/ttyX[@BAUD] or hci:N")
         }
@@ -53,6 +69,14 @@ struct CommonOptions: ParsableArguments {
     var keepAlive: KeepAliveSettings {
         guard let interval = keepAliveIntervalMillis, let timeout = keepAliveTimeoutMillis else { return .default }
         return KeepAliveSettings(interval: .milliseconds(interval), timeout: .milliseconds(timeout))
+    }
+
+    /// The resource limits of `--max-receive-bytes` and `--min-free-space` (defaults otherwise).
+    var limits: ResourceLimits {
+        var limits = ResourceLimits()
+        if let maxReceiveBytes { limits.maxReceivedBytesPerConnection = maxReceiveBytes }
+        if let minFreeSpace { limits.minimumFreeDiskSpace = minFreeSpace }
+        return limits
     }
 
     func makeLogger() -> Logger {
@@ -85,7 +109,7 @@ struct CommonOptions: ParsableArguments {
         }
         let options = ConnectionOptions(
             mediums: selectedMediums, receiveDirectory: receiveDirectory, keepAlive: keepAlive, listenPort: listenPort,
-            autoUpgradeBandwidth: !noUpgrade, logger: logger)
+            autoUpgradeBandwidth: !noUpgrade, limits: limits, logger: logger)
         return ConnectionManager(serviceID: serviceID, strategy: parsedStrategy, options: options)
     }
 }

@@ -58,7 +58,7 @@ struct EnginePair {
     /// upgrade to an in-memory "Wi-Fi LAN" one; the discoverer runs the closure before each upgrade connection.
     init(
         keepAlive: KeepAliveSettings = .default, timeouts: EndpointSession.Timeouts = .init(),
-        upgradeBeforeConnecting: (@Sendable () async throws -> Void)? = nil
+        limits: ResourceLimits = .init(), upgradeBeforeConnecting: (@Sendable () async throws -> Void)? = nil
     ) {
         let air = InMemoryMedium.Air()
         receiveDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-core-\(UUID().uuidString)")
@@ -67,7 +67,7 @@ struct EnginePair {
         logger.logLevel = .critical
         let configuration = EngineConfiguration(
             serviceID: "com.example.test", strategy: .pointToPoint, receiveDirectory: receiveDirectory,
-            keepAlive: keepAlive, timeouts: timeouts, logger: logger)
+            keepAlive: keepAlive, timeouts: timeouts, limits: limits, logger: logger)
         if let upgradeBeforeConnecting {
             let advertiserUpgrade = InMemoryUpgradeMedium(air: air)
             let discovererUpgrade = InMemoryUpgradeMedium(air: air, beforeConnecting: upgradeBeforeConnecting)

@@ -72,6 +72,8 @@ struct OfflineFrameValidatorTests {
     @Test("File names with separators, colons or NUL and parent folders with .. are invalid", arguments: [
         ("a/b", ""), ("a\\b", ""), ("c:x", ""), ("nul\u{0}x", ""), ("ok.txt", "../up"), ("ok.txt", "d:"),
         ("ok.txt", "x\u{0}"),
+        // A combining mark makes "/\u{301}" (or ".\u{301}") one Character; the bytes still hold "/" (or "..").
+        ("../\u{301}x", ""), ("a\\\u{301}b", ""), ("a:\u{301}", ""), ("ok.txt", "..\u{301}"), ("ok.txt", "x/..\u{301}/y"),
     ])
     func fileNameRules(name: String, folder: String) {
         let header = OfflineFrames.payloadHeader(

@@ -87,7 +87,7 @@ public actor EndpointSession {
     var sendGateWaiters: [CheckedContinuation<Void, Never>] = []
     /// The chunk size of the current medium, read by payload senders.
     nonisolated let chunkSize: Mutex<Int>
-    private var tracker = IncomingPayloadTracker()
+    private var tracker: IncomingPayloadTracker
     private let files: ReceivedFileStore
     private var streams: [PayloadID: AsyncThrowingChannel<[UInt8], any Error>] = [:]
     private var outgoing: [PayloadID: OutgoingPayloadState] = [:]
@@ -119,7 +119,8 @@ public actor EndpointSession {
     ///   - localEndpointID: Our endpoint ID, sent in the CLIENT_INTRODUCTION of an upgrade.
     public init(
         channel: any EndpointChannel, machine: ConnectionStateMachine, keepAlive: KeepAliveSettings,
-        receiveDirectory: URL, timeouts: Timeouts = .init(), logger: Logger, admission: Admission? = nil,
+        receiveDirectory: URL, timeouts: Timeouts = .init(), limits: ResourceLimits = .init(), logger: Logger,
+        admission: Admission? = nil,
         upgradeMediums: [any Medium] = [], autoUpgrade: Bool = true, localEndpointID: String = "",
         onEvent: @escaping @Sendable (EndpointEvent) -> Void,
         onEnd: @escaping @Sendable (EndpointSession) -> Void = { _ in }
@@ -133,7 +134,8 @@ public actor EndpointSession {
         self.localEndpointID = localEndpointID
         chunkSize = Mutex(channel.medium.maxTransmitPacketSize)
         self.keepAlive = keepAlive
-        files = ReceivedFileStore(directory: receiveDirectory)
+        files = ReceivedFileStore(directory: receiveDirectory, minimumFreeSpace: limits.minimumFreeDiskSpace)
+        tracker = IncomingPayloadTracker(limits: limits)
         self.timeouts = timeouts
         self.admission = admission
         self.onEvent = onEvent
@@ -328,7 +330,7 @@ public actor EndpointSession {
                 onEvent(.bytesReceived(endpointID: endpoint, payloadID: id, bytes: bytes))
             case .fileStarted(let id, let fileName, let parentFolder, let total):
                 do {
-                    try files.begin(id, fileName: fileName, parentFolder: parentFolder)
+                    try files.begin(id, fileName: fileName, parentFolder: parentFolder, totalSize: total)
                     let name = ReceivedFileNames.displayName(fileName: fileName, parentFolder: parentFolder)
                     onEvent(.fileStarted(endpointID: endpoint, payloadID: id, name: name, totalBytes: total))
                 } catch {
@@ -386,6 +388,8 @@ public actor EndpointSession {
                 outgoing[id]?.peerEvent = event
             case .violation(let error):
                 await end(error)
+            case .limitExceeded(let id, let error):
+                logger.warning("incoming payload failed at a limit", metadata: ["payload_id": "\(id)", "error": "\(error)"])
             }
         }
     }

@@ -33,6 +33,8 @@ public actor NearbyEngine {
         logger[metadataKey: "service_id"] = "\(configuration.serviceID)"
         logger[metadataKey: "local_endpoint_id"] = "\(self.localEndpointID)"
         self.logger = logger
+        let stale = PartialFiles.removeStale(in: configuration.receiveDirectory)
+        if stale > 0 { logger.info("removed stale partial files of a crashed run", metadata: ["count": "\(stale)"]) }
     }
 
     // MARK: - Advertising
@@ -218,7 +220,8 @@ public actor NearbyEngine {
     ) -> EndpointSession {
         EndpointSession(
             channel: channel, machine: machine, keepAlive: keepAlive,
-            receiveDirectory: configuration.receiveDirectory, timeouts: configuration.timeouts, logger: logger,
+            receiveDirectory: configuration.receiveDirectory, timeouts: configuration.timeouts,
+            limits: configuration.limits, logger: logger,
             admission: { [weak self] session, endpointID, nonce in
                 await self?.admit(session, endpointID: endpointID, nonce: nonce) ?? false
             },

@@ -8,6 +8,13 @@ import NearbyWire
 /// a file whose last chunk comes early is a failure, never a success. A payload ID of 0 is answered with
 /// PAYLOAD_ERROR. Anything else impossible (unknown IDs mid-payload, offsets out of order) is a protocol violation
 /// that drops the endpoint. The caller performs the file and stream I/O the actions name.
+///
+/// Limits (from ``ResourceLimits``): a BYTES payload must announce 0…``PayloadLimits/maxBytesPayloadSize`` bytes
+/// (−1 or more is a violation) and never buffers more than it announced; at most
+/// ``ResourceLimits/maxConcurrentIncomingPayloads`` payloads may be open at once (one more is a violation). FILE and
+/// STREAM payloads, of known size or not (−1), share ``ResourceLimits/maxReceivedBytesPerConnection``: a payload
+/// whose announced size does not fit in what is left fails at its header, and one whose bytes cross it fails there;
+/// either way the peer gets PAYLOAD_ERROR and the endpoint stays up.
 public struct IncomingPayloadTracker: Sendable {
     /// Something the I/O layer must do.
     public enum Action: Sendable {
@@ -35,6 +42,9 @@ public struct IncomingPayloadTracker: Sendable {
         case outgoingControl(PayloadID, ProtoPayloadTransferFrame.ControlMessage.EventType)
         /// The peer broke the payload protocol: drop the endpoint.
         case violation(NearbyError)
+        /// A payload crossed a ``ResourceLimits`` bound and was failed (the peer is told by a ``sendControl(_:)``
+        /// before it); for the log.
+        case limitExceeded(PayloadID, NearbyError)
     }
 
     struct Entry: Sendable {
@@ -47,9 +57,14 @@ public struct IncomingPayloadTracker: Sendable {
 
     private var entries: [PayloadID: Entry] = [:]
     private var finished: Set<PayloadID> = []
+    private let limits: ResourceLimits
+    /// FILE and STREAM bytes received on this connection so far.
+    public private(set) var receivedBytes: Int64 = 0
 
-    /// Creates an empty tracker.
-    public init() {}
+    /// Creates an empty tracker enforcing `limits`.
+    public init(limits: ResourceLimits = .init()) {
+        self.limits = limits
+    }
 
     /// IDs of payloads still arriving.
     public var activePayloadIDs: [PayloadID] { Array(entries.keys) }
@@ -134,16 +149,30 @@ public struct IncomingPayloadTracker: Sendable {
         guard let kind = PayloadKind(header.type) else {
             return [.violation(NearbyError(.invalidFrame, "payload \(id) has unknown type \(header.type)"))]
         }
-        guard entries.count < PayloadLimits.maxConcurrentIncomingPayloads else {
-            return [.violation(NearbyError(.invalidFrame, "more than \(PayloadLimits.maxConcurrentIncomingPayloads) payloads at once"))]
+        guard entries.count < limits.maxConcurrentIncomingPayloads else {
+            return [.violation(NearbyError(
+                .invalidFrame, "more than \(limits.maxConcurrentIncomingPayloads) incoming payloads at once"))]
         }
-        if kind == .bytes && header.totalSize > Int64(PayloadLimits.maxBytesPayloadSize) {
-            return [.violation(NearbyError(.invalidFrame, "bytes payload \(id) announces \(header.totalSize) bytes"))]
+        if kind == .bytes && !(0...Int64(PayloadLimits.maxBytesPayloadSize)).contains(header.totalSize) {
+            return [.violation(NearbyError(
+                .invalidFrame,
+                "bytes payload \(id) announces \(header.totalSize) bytes (must be 0...\(PayloadLimits.maxBytesPayloadSize))"))]
         }
-        if kind == .stream && header.totalSize != -1 && header.totalSize < 0 {
-            return [.violation(NearbyError(.invalidFrame, "stream payload \(id) has a bad size"))]
+        if kind != .bytes && header.totalSize < -1 {
+            return [.violation(NearbyError(.invalidFrame, "\(kind) payload \(id) has a bad size \(header.totalSize)"))]
         }
         var entry = Entry(kind: kind, header: header, received: 0)
+        if kind != .bytes && header.totalSize > remainingBudget {
+            finished.insert(id)
+            return [
+                .sendControl(OfflineFrames.payloadControl(header: header, event: .payloadError, offset: 0)),
+                .update(update(id, entry, .failure)),
+                .limitExceeded(id, NearbyError(
+                    .endpointIoError,
+                    "\(kind) payload \(id) of \(header.totalSize) bytes exceeds the \(remainingBudget) bytes left of "
+                        + "the \(limits.maxReceivedBytesPerConnection)-byte budget of this connection")),
+            ]
+        }
         var actions: [Action] = []
         switch kind {
         case .file:
@@ -167,6 +196,15 @@ public struct IncomingPayloadTracker: Sendable {
             let newReceived = entry.received + Int64(body.count)
             if total >= 0 && newReceived > total {
                 return [.violation(NearbyError(.invalidFrame, "payload \(id) runs past its total size \(total)"))]
+            }
+            if entry.kind != .bytes {
+                if receivedBytes + Int64(body.count) > limits.maxReceivedBytesPerConnection {
+                    entries[id] = entry
+                    return actions + failLocally(id) + [.limitExceeded(id, NearbyError(
+                        .endpointIoError,
+                        "\(entry.kind) payload \(id) crosses the \(limits.maxReceivedBytesPerConnection)-byte budget of this connection"))]
+                }
+                receivedBytes += Int64(body.count)
             }
             switch entry.kind {
             case .bytes:
@@ -212,6 +250,14 @@ public struct IncomingPayloadTracker: Sendable {
         finished.insert(id)
         let status: TransferStatus = control.event == .payloadCanceled ? .canceled : .failure
         return [.discard(id, entry.kind), .update(update(id, entry, status))]
+    }
+
+    /// What is left of the per-connection budget, less what open payloads of known size still announced.
+    private var remainingBudget: Int64 {
+        let promised = entries.values.reduce(Int64(0)) { sum, entry in
+            entry.kind == .bytes || entry.header.totalSize < 0 ? sum : sum + (entry.header.totalSize - entry.received)
+        }
+        return limits.maxReceivedBytesPerConnection - receivedBytes - promised
     }
 
     private func update(_ id: PayloadID, _ entry: Entry, _ status: TransferStatus) -> PayloadTransferUpdate {

@@ -205,8 +205,14 @@ public enum OfflineFrameValidator {
 
     static func containsIllegal(_ text: String, _ fragments: [String]) -> Bool {
         if text.isEmpty { return false }
-        if text.utf8.contains(0) { return true }
-        return fragments.contains { text.contains($0) }
+        let bytes = Array(text.utf8)
+        if bytes.contains(0) { return true }
+        // Byte-wise, not per Character: "/\u{301}" is one Character that is not "/", but the file system sees "/".
+        return fragments.contains { fragment in
+            let needle = Array(fragment.utf8)
+            guard needle.count <= bytes.count else { return false }
+            return (0...(bytes.count - needle.count)).contains { bytes[$0..<($0 + needle.count)].elementsEqual(needle) }
+        }
     }
 
     static func invalid(_ message: String) -> NearbyError {
