@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 @testable import NearbyCore
 import NearbyWire
+import Synchronization
 import Testing
 
 /// The file store against a receive directory an attacker prepared: symbolic links where folders, final names and
@@ -69,7 +70,7 @@ struct ReceivedFileStoreTests {
         let url = try receive(store, id: 1, name: name, folder: folder, content: Data("hi".utf8))
         let resolved = try #require(realpath(url.path, nil).map { String(cString: $0) })
         let inbox = try #require(realpath(layout.inbox.path, nil).map { String(cString: $0) })
-        #expect(resolved.hasPrefix(inbox + "/"), "\(resolved)")
+        #expect(resolved.utf8.starts(with: (inbox + "/").utf8), "\(resolved)")
         #expect(try layout.outsideSnapshot() == before)
         #expect(try FileManager.default.contentsOfDirectory(atPath: layout.root.path).sorted() == ["inbox", "outside"])
     }
@@ -182,11 +183,24 @@ struct ReceivedFileStoreTests {
     func freeSpaceFloor() throws {
         let layout = try Layout()
         defer { layout.remove() }
+        // A file system with 1,000 bytes above the floor, that shrinks as bytes are written.
+        let written = Mutex<Int64>(0)
+        let store = ReceivedFileStore(
+            directory: layout.inbox, minimumFreeSpace: 5_000,
+            availableSpace: { _ in 6_000 - written.withLock { $0 } })
+        #expect(throws: NearbyError.self) { try store.begin(1, fileName: "a", parentFolder: "", totalSize: 1_001) }
+        try store.begin(2, fileName: "b", parentFolder: "", totalSize: 1_000)
+        store.discard(2)
+        try store.begin(3, fileName: "c", parentFolder: "", totalSize: -1)
+        try store.write(3, Data(count: 600))
+        written.withLock { $0 += 600 }
+        #expect(throws: NearbyError.self) { try store.write(3, Data(count: 401)) }
+        try store.write(3, Data(count: 400))
+        store.discard(3)
+        #expect(try layout.filesInInbox() == [])
+        // A floor already crossed refuses even a file of unknown size at its header.
         let full = ReceivedFileStore(directory: layout.inbox, minimumFreeSpace: Int64.max / 2)
-        #expect(throws: NearbyError.self) { try full.begin(1, fileName: "a", parentFolder: "", totalSize: 10) }
-        try full.begin(2, fileName: "b", parentFolder: "", totalSize: -1)
-        #expect(throws: NearbyError.self) { try full.write(2, Data("x".utf8)) }
-        full.discard(2)
+        #expect(throws: NearbyError.self) { try full.begin(4, fileName: "d", parentFolder: "", totalSize: -1) }
         #expect(try layout.filesInInbox() == [])
     }
 

@@ -35,17 +35,27 @@ final class ReceivedFileStore: @unchecked Sendable {
     private var open: [PayloadID: OpenFile] = [:]
     private let lock = NSLock()
     private let temporaryName: @Sendable () -> String
+    private let availableSpace: @Sendable (Int32) -> Int64?
     private static let temporaryCounter = Atomic<UInt64>(0)
 
     /// A store writing under `directory`; `temporaryName` names temporary files (tests pick them; by default
-    /// `.nearby-PID-N.partial` with a counter of this process).
+    /// `.nearby-PID-N.partial` with a counter of this process); `availableSpace` measures free space (tests fake it).
     init(
         directory: URL, minimumFreeSpace: Int64 = 0,
-        temporaryName: @escaping @Sendable () -> String = ReceivedFileStore.nextTemporaryName
+        temporaryName: @escaping @Sendable () -> String = ReceivedFileStore.nextTemporaryName,
+        availableSpace: @escaping @Sendable (Int32) -> Int64? = ReceivedFileStore.availableSpace
     ) {
         self.directory = directory
         self.minimumFreeSpace = minimumFreeSpace
         self.temporaryName = temporaryName
+        self.availableSpace = availableSpace
+    }
+
+    /// The bytes an unprivileged user may still write on the file system of `descriptor` (`fstatvfs`).
+    @Sendable static func availableSpace(_ descriptor: Int32) -> Int64? {
+        var info = statvfs()
+        guard fstatvfs(descriptor, &info) == 0 else { return nil }
+        return Int64(info.f_bavail) * Int64(info.f_frsize)
     }
 
     /// The next `.nearby-PID-N.partial` name of this process.
@@ -188,9 +198,7 @@ final class ReceivedFileStore: @unchecked Sendable {
     /// Throws unless `needed` more bytes leave ``minimumFreeSpace`` free on the file system of `descriptor`.
     private func checkFreeSpace(_ descriptor: Int32, needed: Int64) throws(NearbyError) {
         guard minimumFreeSpace > 0 || needed > 0 else { return }
-        var info = statvfs()
-        guard fstatvfs(descriptor, &info) == 0 else { return }  // unknown: let write() report a full disk
-        let available = Int64(info.f_bavail) * Int64(info.f_frsize)
+        guard let available = availableSpace(descriptor) else { return }  // unknown: write() reports a full disk
         guard available - needed >= minimumFreeSpace else {
             throw NearbyError(
                 .endpointIoError,
@@ -203,7 +211,10 @@ final class ReceivedFileStore: @unchecked Sendable {
         guard let root = Self.realPath(directory.path), let folder = Self.realPath("/proc/self/fd/\(descriptor)") else {
             throw NearbyError(.endpointIoError, "cannot resolve the receive folder")
         }
-        guard folder == root || folder.hasPrefix(root == "/" ? "/" : root + "/") else {
+        // Compared as bytes: a folder named "\u{301}" makes "root/\u{301}" a String whose Characters do not start
+        // with "root/".
+        let prefix = Array((root == "/" ? "/" : root + "/").utf8)
+        guard folder.utf8.elementsEqual(root.utf8) || folder.utf8.starts(with: prefix) else {
             throw NearbyError(.endpointIoError, "the receive folder \(folder) is outside the receive directory \(root)")
         }
     }
