@@ -124,5 +124,33 @@ extension WiFiLANIntegration {
                 try await setup.expectStillReceives(id: 901)
             }
         }
+
+        @Test("--max-receive-bytes and --min-free-space fail an over-limit file on both sides and delete it",
+              arguments: [["--max-receive-bytes", "100000"], ["--min-free-space", "\(Int64.max)"]])
+        func cliReceiveLimits(_ flags: [String]) async throws {
+            try await withScratch(timeout: 120, "CLI receive limits \(flags)") { scratch in
+                let serviceID = IntegrationEnvironment.uniqueServiceID("limits")
+                let inbox = try scratch.directory("inbox")
+                // Sparse 1 GiB: the sender could only report success after all of it, long after PAYLOAD_ERROR.
+                let file = try scratch.sparseFile("huge.bin", size: 1 << 30)
+                let advertiser = try scratch.launchCLI("advertiser", [
+                    "advertise", "--service-id", serviceID, "--name", "limited", "--accept", "--no-upgrade",
+                    "--receive-dir", inbox.path, "--json",
+                ] + flags)
+                _ = try await advertiser.waitForEvent("advertising")
+                let sender = try scratch.launchCLI("sender", [
+                    "send", "--service-id", serviceID, "--to-name", "limited", "--name", "sender", "--accept",
+                    "--bytes", "hi", "--file", file.path, "--json",
+                ])
+                #expect(try await sender.waitForExit(timeout: 90) == 1, "\(sender.diagnostics)")
+                try await advertiser.waitForEvent("payload_received") { $0.string("type") == "bytes" }
+                try await advertiser.waitForEvent("transfer_update") {
+                    $0.string("status") == "failure" && $0.int("total") == Int64(1 << 30)
+                }
+                #expect(!sender.events.contains { $0.event == "payload_sent" && $0.string("type") == "file" })
+                #expect(try FileManager.default.subpathsOfDirectory(atPath: inbox.path) == [], "\(advertiser.diagnostics)")
+                #expect(advertiser.isRunning)
+            }
+        }
     }
 }
