@@ -125,6 +125,23 @@ extension WiFiLANIntegration {
             }
         }
 
+        @Test("One incoming payload more than the cap (64 open at once) drops that peer with a clear error")
+        func tooManyOpenPayloads() async throws {
+            try await withScratch(timeout: 120, "too many open payloads") { scratch in
+                let setup = try await Setup(scratch)
+                let peer = try await HostilePeer.connect(port: setup.port, endpointID: "MANY")
+                defer { peer.close() }
+                for id in Int64(1)...65 {
+                    let header = OfflineFrames.payloadHeader(id: 400 + id, type: .stream, totalSize: -1)
+                    try? peer.send(OfflineFrames.payloadData(header: header, offset: 0, body: Data([1]), index: 0, isLast: false))
+                }
+                #expect(try await peer.client.waitForClose(timeout: 20), "the advertiser kept a peer with 65 open payloads")
+                let dropped = try await setup.advertiser.waitForEvent("disconnected") { $0.string("endpoint_id") == "MANY" }
+                #expect(dropped.string("error")?.contains("64 incoming payloads at once") == true, "\(dropped)")
+                try await setup.expectStillReceives(id: 902)
+            }
+        }
+
         @Test("--max-receive-bytes and --min-free-space fail an over-limit file on both sides and delete it",
               arguments: [["--max-receive-bytes", "100000"], ["--min-free-space", "\(Int64.max)"]])
         func cliReceiveLimits(_ flags: [String]) async throws {
