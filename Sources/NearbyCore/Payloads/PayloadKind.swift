@@ -41,7 +41,8 @@ public enum PayloadKind: String, Sendable, Hashable {
 public enum PayloadLimits {
     /// The largest BYTES payload: 1 MiB − 1024, Android's `MAX_BYTES_DATA_SIZE`.
     public static let maxBytesPayloadSize = 1_047_552
-    /// The most payloads that may be arriving from one endpoint at once.
+    /// The default most payloads that may be arriving from one endpoint at once; the limit in force is
+    /// ``ResourceLimits/maxConcurrentIncomingPayloads``.
     public static let maxConcurrentIncomingPayloads = 64
 }
 
