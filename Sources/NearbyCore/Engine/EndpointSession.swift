@@ -70,8 +70,8 @@ public actor EndpointSession {
     let localEndpointID: String
     /// The offering side's listener while it waits for the new channel.
     var upgradeListener: (any UpgradeListener)?
-    /// Where the offering side's listener hands over accepted channels.
-    var upgradeArrivals: AsyncStream<any EndpointChannel>.Continuation?
+    /// Where the offering side's listener hands over accepted channels to have their introduction read.
+    var upgradeArrivals: UpgradeIntroductions?
     /// The new channel while the old one drains.
     var pendingChannel: (any EndpointChannel)?
     /// Upgrade frames for the writer, in the order the upgrade machine asked for them.
