@@ -1,4 +1,5 @@
 import Foundation
+import NearbyConnections
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,7 +17,8 @@ final class EventOutput: @unchecked Sendable {
         self.json = json
     }
 
-    /// Prints an event; `human` is its readable form.
+    /// Prints an event; `human` is its readable form. Both forms escape control characters and bidirectional
+    /// overrides (peers choose names, IDs and messages), so every event stays one line.
     func event(_ name: String, _ fields: KeyValuePairs<String, Any>, human: String) {
         lock.withLock {
             if json {
@@ -25,7 +27,7 @@ final class EventOutput: @unchecked Sendable {
                 write(Self.encode(object) + "\n")
             } else {
                 clearProgress()
-                write(human + "\n")
+                write(PeerText.escapedForTerminal(human) + "\n")
             }
         }
     }
@@ -52,7 +54,7 @@ final class EventOutput: @unchecked Sendable {
                 progressShown = true
             } else if final {
                 clearProgress()
-                write("payload \(payloadID) from/to \(endpointID): \(status) (\(Self.size(bytes)))\n")
+                write(PeerText.escapedForTerminal("payload \(payloadID) from/to \(endpointID): \(status) (\(Self.size(bytes)))") + "\n")
             }
         }
     }
@@ -68,11 +70,17 @@ final class EventOutput: @unchecked Sendable {
         FileHandle.standardOutput.write(Data(text.utf8))
     }
 
+    /// Compact JSON, with control characters and bidirectional overrides as `\uXXXX` escapes.
     static func encode(_ object: [String: Any]) -> String {
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]),
             let text = String(data: data, encoding: .utf8)
         else { return "{}" }
-        return text
+        return PeerText.escapingUnsafeScalars(inCompactJSON: text)
+    }
+
+    /// Writes `nearby: MESSAGE` to stderr, escaped like an event (messages may quote what a peer sent).
+    static func warn(_ message: String) {
+        FileHandle.standardError.write(Data((PeerText.escapedForTerminal("nearby: " + message) + "\n").utf8))
     }
 
     static func bar(bytes: Int64, total: Int64) -> String {

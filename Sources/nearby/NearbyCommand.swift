@@ -24,7 +24,7 @@ struct NearbyCommand: AsyncParsableCommand {
             }
             Foundation.exit(0)
         } catch let failure as CLIFailure {
-            FileHandle.standardError.write(Data("nearby: \(failure.message)\n".utf8))
+            EventOutput.warn(failure.message)
             Foundation.exit(1)
         } catch {
             let code = exitCode(for: error)
@@ -36,7 +36,7 @@ struct NearbyCommand: AsyncParsableCommand {
                 FileHandle.standardError.write(Data("\(fullMessage(for: error))\n".utf8))
                 Foundation.exit(2)
             }
-            FileHandle.standardError.write(Data("nearby: \(oneLine(error))\n".utf8))
+            EventOutput.warn(oneLine(error))
             Foundation.exit(1)
         }
     }

@@ -41,11 +41,11 @@ actor PeerSession {
                 if accepted {
                     try await manager.accept(id)
                 } else {
-                    FileHandle.standardError.write(Data("nearby: rejecting the connection from \(id) (no --accept and no terminal to ask)\n".utf8))
+                    EventOutput.warn("rejecting the connection from \(id) (no --accept and no terminal to ask)")
                     try await manager.reject(id)
                 }
             } catch {
-                FileHandle.standardError.write(Data("nearby: \(error)\n".utf8))
+                EventOutput.warn("\(error)")
             }
         case .stateChanged(let id, let state, let error):
             states[id] = state
@@ -92,7 +92,7 @@ actor PeerSession {
                          "sha256": running.finish()],
                         human: "received a stream of \(EventOutput.size(running.size)) from \(id)")
                 } catch {
-                    FileHandle.standardError.write(Data("nearby: stream \(payloadID) broke: \(error)\n".utf8))
+                    EventOutput.warn("stream \(payloadID) broke: \(error)")
                 }
             }
         case .transferUpdate(let id, let payloadID, let update, _, let outgoing, let bytes, let total):
@@ -140,7 +140,8 @@ actor PeerSession {
             return true
         case .askOrReject:
             guard isatty(STDIN_FILENO) == 1 else { return false }
-            FileHandle.standardError.write(Data("Accept the connection with \(id) (\(Self.display(context))), code \(code.digits)? [y/N] ".utf8))
+            FileHandle.standardError.write(Data(PeerText.escapedForTerminal(
+                "Accept the connection with \(id) (\(Self.display(context))), code \(code.digits)? [y/N] ").utf8))
             let answer = await withCheckedContinuation { continuation in
                 Thread.detachNewThread { continuation.resume(returning: readLine() ?? "") }
             }
@@ -157,8 +158,10 @@ actor PeerSession {
         }
     }
 
+    /// Peer-supplied bytes for a human line: the text when they are UTF-8 (control characters and bidirectional
+    /// overrides escaped), hex otherwise.
     static func display(_ data: Data) -> String {
-        if let text = String(data: data, encoding: .utf8), text.allSatisfy({ !$0.isNewline }) { return text }
+        if let text = String(data: data, encoding: .utf8) { return PeerText.escapedForTerminal(text) }
         return Hex.encode(data)
     }
 }

@@ -156,6 +156,70 @@ struct EngineUpgradeTests {
         await pair.advertiser.shutdown()
     }
 
+    @Test("Silent strangers on the upgrade listener do not hold back the peer's introduction")
+    func silentStrangersDoNotDelayThePeer() async throws {
+        // Each stranger may stay silent far longer than the whole offer lasts: read one after the other, the first
+        // stranger alone would outlast the offer and the upgrade could not happen within the bound below.
+        var timeouts = EndpointSession.Timeouts()
+        timeouts.clientIntroduction = .seconds(300)
+        timeouts.upgradeChannel = .seconds(60)
+        let latch = Latch()
+        let pair = EnginePair(timeouts: timeouts, upgradeBeforeConnecting: { await latch.wait() })
+        _ = try await pair.connect()
+        let listeners = try #require(pair.advertiserUpgradeMedium)
+        _ = try await eventually("the upgrade listener") { listeners.openListeners == 1 ? true : nil }
+        let onIncoming = try #require(listeners.air.upgradeListeners.withLock { $0.values.first })
+        var strangers: [InMemoryChannel] = []
+        for _ in 0..<5 {
+            let (ours, theirs) = InMemoryChannel.pair(medium: .wifiLAN)
+            onIncoming(theirs)
+            strangers.append(ours)
+        }
+        await latch.open()
+        _ = try await pair.advertiserLog.wait(timeout: .seconds(30), Self.isMediumChange)
+        _ = try await pair.discovererLog.wait(timeout: .seconds(30), Self.isMediumChange)
+        // The strangers were closed once the peer's channel was taken, long before their deadline.
+        for stranger in strangers {
+            let read = try await withTestTimeout(30, "a stranger's channel to close") { try await stranger.readFrame() }
+            #expect(read == nil)
+        }
+        try await pair.discoverer.send(.bytes(Array("fine".utf8)), to: "ADVR", id: 42)
+        _ = try await pair.advertiserLog.wait { if case .endpoint(.bytesReceived(_, 42, _)) = $0 { true } else { false } }
+        await pair.discoverer.shutdown()
+        await pair.advertiser.shutdown()
+    }
+
+    @Test("Introductions are read on at most 8 channels at once; a further channel is closed at once")
+    func tooManyStrangersAreClosedAtOnce() async throws {
+        var timeouts = EndpointSession.Timeouts()
+        timeouts.clientIntroduction = .seconds(300)
+        timeouts.upgradeChannel = .seconds(60)
+        timeouts.upgradeRetry = .milliseconds(100)
+        let latch = Latch()
+        let pair = EnginePair(timeouts: timeouts, upgradeBeforeConnecting: { await latch.wait() })
+        _ = try await pair.connect()
+        let listeners = try #require(pair.advertiserUpgradeMedium)
+        _ = try await eventually("the upgrade listener") { listeners.openListeners == 1 ? true : nil }
+        let onIncoming = try #require(listeners.air.upgradeListeners.withLock { $0.values.first })
+        var strangers: [InMemoryChannel] = []
+        for _ in 0..<8 {
+            let (ours, theirs) = InMemoryChannel.pair(medium: .wifiLAN)
+            onIncoming(theirs)
+            strangers.append(ours)
+        }
+        let (ninth, theirs) = InMemoryChannel.pair(medium: .wifiLAN)
+        onIncoming(theirs)
+        let read = try await withTestTimeout(30, "the ninth stranger's channel to close") { try await ninth.readFrame() }
+        #expect(read == nil)
+        // The strangers leave; the peer's channel (or its retry) gets through.
+        for stranger in strangers { await stranger.close() }
+        await latch.open()
+        _ = try await pair.advertiserLog.wait(timeout: .seconds(30), Self.isMediumChange)
+        _ = try await pair.discovererLog.wait(timeout: .seconds(30), Self.isMediumChange)
+        await pair.discoverer.shutdown()
+        await pair.advertiser.shutdown()
+    }
+
     @Test("An offer nobody takes in time is withdrawn and the connection stays")
     func unansweredOffer() async throws {
         var timeouts = EndpointSession.Timeouts()

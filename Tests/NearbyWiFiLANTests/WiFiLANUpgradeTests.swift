@@ -36,6 +36,51 @@ struct WiFiLANUpgradeTests {
         #expect(WiFiLANMedium.upgradeTargets(legacyOnly).map { "\($0.0):\($0.1)" } == ["10.0.0.8:99"])
     }
 
+    @Test("A path at a refused address, or with more than 16 candidates, is refused without a connect attempt")
+    func refusedPathsAreNotConnected() async throws {
+        let accepted = TCPAcceptedChannels()
+        let listener = try await TCPListener.bind(host: "127.0.0.1", port: 0, onAccept: accepted.onAccept)
+        let port = Int32(listener.port)
+        let medium = WiFiLANMedium(listenHost: "0.0.0.0")
+        func path(_ addresses: [[UInt8]]) -> UpgradePathInfo {
+            var info = OfflineFrames.wifiLanUpgradePath(addresses: [], port: port)
+            info.wifiLanSocket.addressCandidates = addresses.map { address in
+                var candidate = ProtoServiceAddress()
+                candidate.ipAddress = Data(address)
+                candidate.port = port
+                return candidate
+            }
+            return info
+        }
+        let mappedLoopback = [UInt8](repeating: 0, count: 10) + [0xFF, 0xFF, 127, 0, 0, 1]
+        var legacyOnly = path([])
+        legacyOnly.wifiLanSocket.ipAddress = Data([127, 0, 0, 1])
+        legacyOnly.wifiLanSocket.wifiPort = port
+        let refused: [UpgradePathInfo] = [
+            path([[127, 0, 0, 1]]),
+            path([mappedLoopback]),
+            path([IPAddressText.parse("::1")!]),
+            path([[0, 0, 0, 0]]),
+            path([IPAddressText.parse("::")!]),
+            path([[10, 77, 0, 1], [127, 0, 0, 1]]),
+            legacyOnly,
+            // 17 candidates: 16 unreachable ones and then the listener.
+            path((1...16).map { [10, 255, 255, UInt8($0)] } + [[127, 0, 0, 1]]),
+        ]
+        for info in refused {
+            let error = await tcpCaughtError { _ = try await medium.connectForUpgrade(to: info) }
+            #expect((error as? NearbyError)?.code == .invalidFrame, "\(String(describing: error))")
+        }
+        // Nothing reached the listener: the first connection it accepts is this probe.
+        let probe = try await TCPConnector.connect(hosts: ["127.0.0.1"], port: listener.port)
+        try await probe.writeFrame(Array("probe".utf8))
+        let first = try await accepted.next()
+        #expect(try await first.readFrame() == Array("probe".utf8))
+        await probe.close()
+        await first.close()
+        await listener.stop()
+    }
+
     @Test("A listener on one loopback address has nothing to offer")
     func loopbackOnly() async throws {
         let medium = WiFiLANMedium(listenHost: "127.0.0.1")

@@ -45,38 +45,48 @@ extension EndpointSession {
         scheduleUpgradeOffer(after: delay)
     }
 
-    /// Initiator: listens on `medium`, offers it, and waits for the peer's introduced channel.
+    /// Initiator: listens on `medium`, offers it, and waits for the peer's introduced channel. Every accepted
+    /// channel's introduction is read at the same time as the others' (``UpgradeIntroductions``), so strangers on
+    /// the listener cannot hold the peer's channel back.
     private func offerUpgrade(using medium: any Medium) async {
-        let (arrivals, continuation) = AsyncStream<any EndpointChannel>.makeStream()
+        let introductions = UpgradeIntroductions(
+            endpointID: endpointID ?? "", timeout: timeouts.clientIntroduction, logger: logger)
         let listener: any UpgradeListener
         do {
-            listener = try await medium.startUpgradeListener { continuation.yield($0) }
+            listener = try await medium.startUpgradeListener { introductions.accept($0) }
         } catch {
+            introductions.finish()
             logger.notice("not offering a bandwidth upgrade now", metadata: ["to": "\(medium.kind)", "error": "\(error)"])
             upgrade.cannotOffer()
             scheduleUpgradeRetry()
             return
         }
         guard !ended, let offer = upgrade.offer(listener.pathInfo) else {
+            introductions.finish()
             await listener.stop()
             return
         }
         upgradeListener = listener
-        upgradeArrivals = continuation
+        upgradeArrivals = introductions
         logger.info("offering a bandwidth upgrade", metadata: ["to": "\(medium.kind)"])
         await writer.enqueue(frameItem(offer))
         let wait = timeouts.upgradeChannel
         let timer = Task {
             try? await Task.sleep(for: wait)
-            continuation.finish()
+            introductions.finish()
         }
         defer { timer.cancel() }
-        let peer = endpointID ?? ""
-        let introductionTimeout = timeouts.clientIntroduction
-        for await candidate in arrivals {
-            guard await Self.acceptIntroduction(on: candidate, from: peer, within: introductionTimeout, logger: logger)
-            else { continue }
-            continuation.finish()
+        for await introduced in introductions.introduced {
+            guard introductions.claim(introduced) else { continue }
+            let candidate = introduced.channel
+            do {
+                try await candidate.writeFrame(OfflineFrames.serialize(OfflineFrames.clientIntroductionAck()))
+            } catch {
+                logger.notice("acknowledging the upgrade channel failed", metadata: ["error": "\(error)"])
+                await candidate.close()
+                continue
+            }
+            introductions.finish()
             await stopUpgradeListener()
             guard !ended else {
                 await candidate.close()
@@ -244,31 +254,6 @@ extension EndpointSession {
     }
 
     // MARK: - New-channel I/O
-
-    /// Initiator: reads the CLIENT_INTRODUCTION on an accepted channel and acks it. A channel from another
-    /// endpoint, or one that says nothing in time, is closed.
-    private static func acceptIntroduction(
-        on channel: any EndpointChannel, from endpointID: String, within timeout: Duration, logger: Logger
-    ) async -> Bool {
-        do {
-            let body = try await readFirstFrame(on: channel, within: timeout)
-            guard case .bandwidthUpgradeNegotiation(let frame) = try OfflineFrameParser.parse(body),
-                frame.eventType == .clientIntroduction
-            else {
-                throw NearbyError(.invalidFrame, "the first frame on the upgraded channel is not CLIENT_INTRODUCTION")
-            }
-            guard frame.clientIntroduction.endpointID == endpointID else {
-                throw NearbyError(
-                    .invalidFrame, "CLIENT_INTRODUCTION from \(frame.clientIntroduction.endpointID), expected \(endpointID)")
-            }
-            try await channel.writeFrame(OfflineFrames.serialize(OfflineFrames.clientIntroductionAck()))
-            return true
-        } catch {
-            logger.notice("refusing an upgrade channel", metadata: ["peer": "\(channel.peerDescription)", "error": "\(error)"])
-            await channel.close()
-            return false
-        }
-    }
 
     /// Reads one frame, closing the channel when none arrives within `timeout` (which ends the read).
     static func readFirstFrame(on channel: any EndpointChannel, within timeout: Duration) async throws -> [UInt8] {

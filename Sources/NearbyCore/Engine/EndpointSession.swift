@@ -23,6 +23,10 @@ public actor EndpointSession {
         public var connectionRequest: Duration = .seconds(2)
         /// How long the UKEY2 handshake may take.
         public var handshake: Duration = .seconds(15)
+        /// How long after encryption went on here a plaintext KEEP_ALIVE from the peer is still tolerated (it may
+        /// have sent it before reading our response, §3.6), unless an encrypted frame from the peer came first.
+        /// Later plaintext drops the endpoint. Default: 3 s (the reference's decrypt-retry window).
+        public var plaintextKeepAliveWindow: Duration = .seconds(3)
         /// How long the channel stays open after we rejected, so the peer reads our response.
         public var rejectedCloseDelay: Duration = .seconds(2)
         /// How long we wait after saying goodbye before closing.
@@ -70,8 +74,8 @@ public actor EndpointSession {
     let localEndpointID: String
     /// The offering side's listener while it waits for the new channel.
     var upgradeListener: (any UpgradeListener)?
-    /// Where the offering side's listener hands over accepted channels.
-    var upgradeArrivals: AsyncStream<any EndpointChannel>.Continuation?
+    /// Where the offering side's listener hands over accepted channels to have their introduction read.
+    var upgradeArrivals: UpgradeIntroductions?
     /// The new channel while the old one drains.
     var pendingChannel: (any EndpointChannel)?
     /// Upgrade frames for the writer, in the order the upgrade machine asked for them.
@@ -249,6 +253,11 @@ public actor EndpointSession {
 
     // MARK: - Receiving
 
+    /// When encryption went on here (the start of the plaintext keep-alive tolerance).
+    private var encryptionEnabledAt: ContinuousClock.Instant?
+    /// Whether a frame from the peer decrypted: the peer has switched, so it sends nothing in plaintext any more.
+    private var peerSentEncrypted = false
+
     private func handle(_ body: [UInt8]) async {
         lastRead = .now
         var plaintext = body
@@ -257,10 +266,19 @@ public actor EndpointSession {
                 plaintext = try secure.context.withLock { context throws(NearbyError) -> [UInt8] in
                     try context!.decode(body)
                 }
+                peerSentEncrypted = true
             } catch {
-                // Peers may send a keep-alive in plaintext around the switch to encryption.
+                // Peers may send a keep-alive in plaintext around the switch to encryption (§3.6): before their
+                // first encrypted frame, and not long after ours.
                 guard let frame = try? OfflineFrameParser.parse(body), case .keepAlive = frame else {
                     await end(error)
+                    return
+                }
+                let window = timeouts.plaintextKeepAliveWindow
+                guard !peerSentEncrypted, let since = encryptionEnabledAt, ContinuousClock.now - since < window else {
+                    await end(NearbyError(
+                        .invalidFrame,
+                        "plaintext KEEP_ALIVE after the switch to encryption (tolerated only before the peer's first encrypted frame and within \(window))"))
                     return
                 }
             }
@@ -293,6 +311,7 @@ public actor EndpointSession {
                 onEvent(.initiated(connectionInfo))
             case .enableEncryption(let context, let replay):
                 secure.context.withLock { $0 = context }
+                encryptionEnabledAt = .now
                 for body in replay {
                     await handle(body)
                 }

@@ -64,12 +64,18 @@ extension WiFiLANMedium {
     /// Connects to the first address of a WIFI_LAN upgrade path that accepts: the address candidates in the order
     /// given, then the legacy `ip_address`/`wifi_port`.
     ///
+    /// A path the peer should not have offered is refused before any connect attempt: one with more than
+    /// ``NearbyWire/UpgradeAddressRules/maxCandidates`` candidates, or with any address that
+    /// ``NearbyWire/UpgradeAddressRules/refusal(_:)`` refuses (unspecified, loopback, link-local, multicast,
+    /// broadcast, in any IPv4-mapped or -compatible form).
+    ///
     /// - Throws: ``NearbyWire/NearbyError`` `.invalidArgument` for a path that is not WIFI_LAN or has no address;
-    ///   `.endpointIoError` naming every failed attempt.
+    ///   `.invalidFrame` for a refused path; `.endpointIoError` naming every failed attempt.
     public func connectForUpgrade(to path: UpgradePathInfo) async throws -> any EndpointChannel {
         guard path.medium == .wifiLan, path.hasWifiLanSocket else {
             throw NearbyError(.invalidArgument, "not a Wi-Fi LAN upgrade path")
         }
+        try Self.refuseUnsafeAddresses(path.wifiLanSocket)
         let targets = Self.upgradeTargets(path.wifiLanSocket)
         guard !targets.isEmpty else { throw NearbyError(.invalidArgument, "the Wi-Fi LAN upgrade path has no address") }
         var failures: [String] = []
@@ -81,6 +87,24 @@ extension WiFiLANMedium {
             }
         }
         throw NearbyError(.endpointIoError, "no upgrade address accepted: \(failures.joined(separator: "; "))")
+    }
+
+    /// Throws `.invalidFrame` when the path offers too many candidates or any address that is not another host's
+    /// unicast address.
+    static func refuseUnsafeAddresses(_ socket: UpgradePathInfo.WifiLanSocket) throws(NearbyError) {
+        let count = socket.addressCandidates.count
+        guard count <= UpgradeAddressRules.maxCandidates else {
+            throw NearbyError(
+                .invalidFrame, "the upgrade path offers \(count) addresses, more than \(UpgradeAddressRules.maxCandidates)")
+        }
+        var addresses = socket.addressCandidates.map { Array($0.ipAddress) }
+        if socket.hasIpAddress { addresses.append(Array(socket.ipAddress)) }
+        for address in addresses {
+            if let refusal = UpgradeAddressRules.refusal(address) {
+                let text = IPAddressText.format(address) ?? "\(address.count) bytes"
+                throw NearbyError(.invalidFrame, "refusing the upgrade path: \(text) is \(refusal)")
+            }
+        }
     }
 
     /// The hosts and ports of a WIFI_LAN path, candidates first, without repeats.

@@ -103,6 +103,10 @@ public enum OfflineFrameValidator {
             guard (socket.hasIpAddress && socket.wifiPort > 0) || !socket.addressCandidates.isEmpty else {
                 throw invalid("Wi-Fi LAN upgrade path has no address")
             }
+            guard socket.addressCandidates.count <= UpgradeAddressRules.maxCandidates else {
+                throw invalid(
+                    "Wi-Fi LAN upgrade path offers \(socket.addressCandidates.count) addresses, more than \(UpgradeAddressRules.maxCandidates)")
+            }
             if socket.hasIpAddress {
                 try validateLanAddress(Array(socket.ipAddress), policy: policy)
             }
@@ -166,27 +170,18 @@ public enum OfflineFrameValidator {
     }
 
     static func validateLanAddress(_ address: [UInt8], policy: Policy) throws(NearbyError) {
-        guard address.count == 4 || address.count == 16 else {
+        guard let refusal = UpgradeAddressRules.refusal(address) else { return }
+        if refusal.isLoopbackOrLinkLocal && policy.allowsLoopbackUpgradeAddresses { return }
+        if refusal == .malformed {
             throw invalid("Wi-Fi LAN address is \(address.count) bytes, not 4 or 16")
         }
-        if !policy.allowsLoopbackUpgradeAddresses && isRefusedUpgradeAddress(address) {
-            throw invalid("Wi-Fi LAN upgrade address is loopback or link-local")
-        }
+        throw invalid("Wi-Fi LAN upgrade address is \(refusal)")
     }
 
-    /// Whether peers refuse this address (4 or 16 bytes) in a Wi-Fi LAN upgrade path: it is loopback or link-local.
+    /// Whether peers refuse this address (4 or 16 bytes) in a Wi-Fi LAN upgrade path: anything but a unicast
+    /// address of another host (see ``UpgradeAddressRules``).
     public static func isRefusedUpgradeAddress(_ address: [UInt8]) -> Bool {
-        isLoopback(address) || isLinkLocal(address)
-    }
-
-    static func isLoopback(_ address: [UInt8]) -> Bool {
-        if address.count == 4 { return address[0] == 127 }
-        return address.dropLast().allSatisfy { $0 == 0 } && address[15] == 1
-    }
-
-    static func isLinkLocal(_ address: [UInt8]) -> Bool {
-        if address.count == 4 { return address[0] == 169 && address[1] == 254 }
-        return address[0] == 0xFE && address[1] & 0xC0 == 0x80
+        UpgradeAddressRules.refusal(address) != nil
     }
 
     static func isDottedIPv4(_ text: String) -> Bool {

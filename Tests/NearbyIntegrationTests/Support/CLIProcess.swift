@@ -74,6 +74,9 @@ final class CLIProcess: Sendable {
     /// Every event printed so far.
     var events: [JSONEvent] { output.withLock { $0.events } }
 
+    /// The stdout lines that are not JSON events (human-readable output), trimmed, in order.
+    var otherLines: [String] { output.withLock { $0.otherLines } }
+
     /// Events named `name` printed so far.
     func events(_ name: String) -> [JSONEvent] { events.filter { $0.event == name } }
 
