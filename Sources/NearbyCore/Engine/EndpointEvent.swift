@@ -1,14 +1,25 @@
+import AsyncAlgorithms
 import Foundation
 import NearbyWire
 
 /// A stream of bytes arriving from a peer as a STREAM payload.
 ///
-/// Iterate it to read the bytes in order. Reading is back-pressured: while nobody reads, the endpoint's channel is
-/// not read either, so read promptly (or cancel the payload).
+/// Iterate it to read the bytes in order. Reading is back-pressured end to end: nothing is buffered between the
+/// connection and this stream, so while nobody reads, the endpoint's channel is not read either, the socket fills
+/// and the sender waits (memory stays bounded). Meanwhile our keep-alive timeout for that endpoint is suspended;
+/// a sending peer may still drop the connection when its writes stall past its own write deadline (for
+/// swift-nearby peers: ``ResourceLimits/writeTimeout``, by default the keep-alive timeout), so read promptly or
+/// cancel the payload. Iterate it from one task only.
 public struct IncomingByteStream: AsyncSequence, Sendable {
     /// A chunk of bytes.
     public typealias Element = [UInt8]
     let chunks: AsyncThrowingStream<[UInt8], any Error>
+
+    /// Hands over the chunks sent into `channel` one by one, each when the app asks for it.
+    init(channel: AsyncThrowingChannel<[UInt8], any Error>) {
+        let source = ChunkSource(channel.makeAsyncIterator())
+        chunks = AsyncThrowingStream(unfolding: { try await source.next() })
+    }
 
     /// Makes an iterator.
     public func makeAsyncIterator() -> AsyncThrowingStream<[UInt8], any Error>.AsyncIterator {
@@ -40,4 +51,17 @@ public enum EndpointEvent: Sendable {
     case streamReceived(endpointID: String, payloadID: PayloadID, stream: IncomingByteStream)
     /// Progress of a payload in either direction.
     case transferUpdate(endpointID: String, update: PayloadTransferUpdate, isOutgoing: Bool)
+}
+
+/// The iterator of a stream payload's channel, pulled by one reader at a time.
+private final class ChunkSource: @unchecked Sendable {
+    private var iterator: AsyncThrowingChannel<[UInt8], any Error>.AsyncIterator
+
+    init(_ iterator: AsyncThrowingChannel<[UInt8], any Error>.AsyncIterator) {
+        self.iterator = iterator
+    }
+
+    func next() async throws -> [UInt8]? {
+        try await iterator.next()
+    }
 }

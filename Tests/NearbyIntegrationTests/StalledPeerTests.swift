@@ -1,0 +1,86 @@
+import Foundation
+import NearbyConnections
+import NearbyCore
+import NearbyTestSupport
+import Testing
+
+extension WiFiLANIntegration {
+    /// A raw-socket peer that completes the handshake, then floods KEEP_ALIVE and never reads (tiny receive
+    /// buffer): our acks fill the socket and our writes block. The endpoint must be dropped by the write deadline,
+    /// and the app's calls must never wait for the stuck write.
+    @Suite("Stalled peer", .enabled(if: IntegrationEnvironment.inTestNetwork))
+    struct StalledPeerTests {
+        @Test("a peer that floods KEEP_ALIVE and never reads is dropped with a timeout naming the stalled write")
+        func floodingPeerIsDropped() async throws {
+            try await withScratch(timeout: 120, "stalled peer dropped") { scratch in
+                let advertiser = try Peer(scratch, serviceID: IntegrationEnvironment.uniqueServiceID("stall"))
+                let (_, port) = try await advertiser.advertise("target", scratch)
+                // The peer asks for a 4 s keep-alive timeout, which is also our write deadline for it.
+                let peer = try await StallingPeer.connectAndHandshake(
+                    port: port, keepAliveIntervalMillis: 1000, keepAliveTimeoutMillis: 4000)
+                defer { peer.close() }
+                try peer.accept()
+                let (id, _) = try await advertiser.answerRequest(accept: true)
+                try await advertiser.waitForState(.connected, of: id)
+                peer.startFlood(encrypted: true)
+                // Keep-alive timeout plus a few seconds, with room for a slow machine.
+                let error = try await advertiser.waitForState(.disconnected, of: id, timeout: 30)
+                let stalled = try #require(error, "the stalled peer was disconnected without an error")
+                #expect(stalled.code == .timeout, "\(stalled)")
+                #expect(stalled.message.contains("write"), "\(stalled)")
+                _ = try await eventually(within: 30, "the socket to be closed under the flood") {
+                    peer.wasClosedByPeer ? true : nil
+                }
+            }
+        }
+
+        enum Exit: String, CaseIterable, Sendable {
+            case disconnect, shutdown, reject, accept
+        }
+
+        @Test("disconnect, shutdown, accept and reject return within 5 s while the peer does not read",
+              arguments: Exit.allCases)
+        func exitsReturnPromptly(_ exit: Exit) async throws {
+            try await withScratch(timeout: 150, "\(exit) under a stalled peer") { scratch in
+                let advertiser = try Peer(scratch, serviceID: IntegrationEnvironment.uniqueServiceID("stall"))
+                let (_, port) = try await advertiser.advertise("target", scratch)
+                // Long keep-alive timeout (also the write deadline): nothing ends the connection by itself.
+                let peer = try await StallingPeer.connectAndHandshake(
+                    port: port, keepAliveIntervalMillis: 60_000, keepAliveTimeoutMillis: 120_000)
+                defer { peer.close() }
+                let id: EndpointID
+                switch exit {
+                case .disconnect, .shutdown:
+                    try peer.accept()
+                    id = try await advertiser.answerRequest(accept: true).id
+                    try await advertiser.waitForState(.connected, of: id)
+                    peer.startFlood(encrypted: true)
+                case .reject, .accept:
+                    id = try await advertiser.log.wait("a connection request") { event -> EndpointID? in
+                        if case .connectionRequested(let id, _, _, _) = event { return id }
+                        return nil
+                    }
+                    peer.startFlood(encrypted: false)
+                }
+                // Far more acks asked for than the socket buffers hold: the advertiser's writes are stuck (unless
+                // it skipped acks), or it stopped reading us.
+                _ = try await eventually(within: 90, "the flood to fill the advertiser's socket") {
+                    peer.isBlocked || peer.framesSent >= 300_000 ? true : nil
+                }
+                let manager = advertiser.manager
+                try await withTestTimeout(5, "\(exit) while the peer does not read") {
+                    switch exit {
+                    case .disconnect: await manager.disconnect(from: id)
+                    case .shutdown: await manager.shutdown()
+                    case .reject: try await manager.reject(id)
+                    case .accept: try await manager.accept(id)
+                    }
+                }
+                if exit == .disconnect || exit == .shutdown {
+                    let error = try await advertiser.waitForState(.disconnected, of: id, timeout: 10)
+                    #expect(error == nil, "\(String(describing: error))")
+                }
+            }
+        }
+    }
+}
