@@ -22,9 +22,12 @@ extension WiFiLANIntegration {
                 try peer.accept()
                 let (id, _) = try await advertiser.answerRequest(accept: true)
                 try await advertiser.waitForState(.connected, of: id)
+                let floodStart = ContinuousClock.now
                 peer.startFlood(encrypted: true)
                 // Keep-alive timeout plus a few seconds, with room for a slow machine.
-                let error = try await advertiser.waitForState(.disconnected, of: id, timeout: 30)
+                let error = try await advertiser.waitForState(.disconnected, of: id, timeout: 60)
+                print("stalled peer dropped \(ContinuousClock.now - floodStart) after the flood started, "
+                      + "\(peer.framesSent) KEEP_ALIVE frames sent, blocked: \(peer.isBlocked)")
                 let stalled = try #require(error, "the stalled peer was disconnected without an error")
                 #expect(stalled.code == .timeout, "\(stalled)")
                 #expect(stalled.message.contains("write"), "\(stalled)")
@@ -68,6 +71,8 @@ extension WiFiLANIntegration {
                     peer.isBlocked || peer.framesSent >= 300_000 ? true : nil
                 }
                 let manager = advertiser.manager
+                let start = ContinuousClock.now
+                defer { print("\(exit) returned after \(ContinuousClock.now - start) (flood: \(peer.framesSent) frames)") }
                 try await withTestTimeout(5, "\(exit) while the peer does not read") {
                     switch exit {
                     case .disconnect: await manager.disconnect(from: id)
