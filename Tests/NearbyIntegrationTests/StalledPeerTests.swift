@@ -65,14 +65,27 @@ extension WiFiLANIntegration {
                     }
                     peer.startFlood(encrypted: false)
                 }
-                // Far more acks asked for than the socket buffers hold: the advertiser's writes are stuck (unless
-                // it skipped acks), or it stopped reading us.
-                _ = try await eventually(within: 90, "the flood to fill the advertiser's socket") {
-                    peer.isBlocked || peer.framesSent >= 300_000 ? true : nil
+                // The advertiser's socket send queue stops growing while the flood goes on: its kernel buffer is
+                // full. A few thousand more flooded frames (each asking for an ack) then fill what the advertiser
+                // buffers above the kernel, and its writer is stuck.
+                var lastQueue = -1
+                var samePolls = 0
+                _ = try await eventually(within: 120, "the advertiser's send queue to fill") { () -> Bool? in
+                    guard let queue = peer.peerSendQueue(), queue > 0 else { return nil }
+                    samePolls = queue == lastQueue ? samePolls + 1 : 0
+                    lastQueue = queue
+                    return samePolls >= 50 ? true : nil
+                }
+                let filledAt = peer.framesSent
+                _ = try await eventually(within: 60, "more flooded frames") {
+                    peer.framesSent >= filledAt + 5_000 || peer.isBlocked ? true : nil
                 }
                 let manager = advertiser.manager
                 let start = ContinuousClock.now
-                defer { print("\(exit) returned after \(ContinuousClock.now - start) (flood: \(peer.framesSent) frames)") }
+                defer {
+                    print("\(exit) returned after \(ContinuousClock.now - start) (flood: \(peer.framesSent) frames, "
+                          + "advertiser send queue: \(lastQueue) bytes)")
+                }
                 try await withTestTimeout(5, "\(exit) while the peer does not read") {
                     switch exit {
                     case .disconnect: await manager.disconnect(from: id)

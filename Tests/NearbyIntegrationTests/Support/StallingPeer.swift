@@ -129,6 +129,30 @@ final class StallingPeer: Sendable {
     /// Frames flooded so far.
     var framesSent: Int { flood.withLock { $0.framesSent } }
 
+    /// The bytes the other end of this connection has queued in its kernel send buffer (`tx_queue` of its socket
+    /// in `/proc/net/tcp` or `/proc/net/tcp6`); `nil` when the socket is not found.
+    func peerSendQueue() -> Int? {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        guard named == 0 else { return nil }
+        let ourPort = Int(UInt16(bigEndian: address.sin_port))
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+            for line in text.split(separator: "\n").dropFirst() {
+                let fields = line.split(separator: " ")
+                guard fields.count > 4, let remotePort = fields[2].split(separator: ":").last.flatMap({ Int($0, radix: 16) }),
+                    remotePort == ourPort,
+                    let queue = fields[4].split(separator: ":").first.flatMap({ Int($0, radix: 16) })
+                else { continue }
+                return queue
+            }
+        }
+        return nil
+    }
+
     /// Stops the flood and closes the socket.
     func close() {
         flood.withLock { $0.stop = true }
