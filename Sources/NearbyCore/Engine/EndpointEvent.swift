@@ -17,8 +17,11 @@ public struct IncomingByteStream: AsyncSequence, Sendable {
 
     /// Hands over the chunks sent into `channel` one by one, each when the app asks for it.
     init(channel: AsyncThrowingChannel<[UInt8], any Error>) {
-        let source = ChunkSource(channel.makeAsyncIterator())
-        chunks = AsyncThrowingStream(unfolding: { try await source.next() })
+        chunks = AsyncThrowingStream(unfolding: {
+            // The channel takes concurrent consumers, so a fresh iterator per chunk is safe.
+            var iterator = channel.makeAsyncIterator()
+            return try await iterator.next()
+        })
     }
 
     /// Makes an iterator.
@@ -53,15 +56,3 @@ public enum EndpointEvent: Sendable {
     case transferUpdate(endpointID: String, update: PayloadTransferUpdate, isOutgoing: Bool)
 }
 
-/// The iterator of a stream payload's channel, pulled by one reader at a time.
-private final class ChunkSource: @unchecked Sendable {
-    private var iterator: AsyncThrowingChannel<[UInt8], any Error>.AsyncIterator
-
-    init(_ iterator: AsyncThrowingChannel<[UInt8], any Error>.AsyncIterator) {
-        self.iterator = iterator
-    }
-
-    func next() async throws -> [UInt8]? {
-        try await iterator.next()
-    }
-}

@@ -575,6 +575,12 @@ public actor EndpointSession {
                     closeAtOnce: true)
                 return
             }
+            // A failed write drops every later frame: the session is over even if the read loop does not notice
+            // (it may be waiting for the app to take a stream chunk).
+            if let failure = writer.failure {
+                await end(failure)
+                return
+            }
             if let deadline = decisionDeadline, now > deadline {
                 await decisionExpired()
                 if ended { return }

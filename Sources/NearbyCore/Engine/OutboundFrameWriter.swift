@@ -64,6 +64,7 @@ final class OutboundFrameWriter: Sendable {
     private let secure: SecureContextBox
     private let lastWrite: Mutex<ContinuousClock.Instant>
     private let writeStarted = Mutex<ContinuousClock.Instant?>(nil)
+    private let firstFailure = Mutex<NearbyError?>(nil)
 
     init(channel: any EndpointChannel, secure: SecureContextBox) {
         channelBox = Mutex(channel)
@@ -76,6 +77,9 @@ final class OutboundFrameWriter: Sendable {
 
     /// When the write under way started; `nil` while the writer is not writing.
     var writeInProgressSince: ContinuousClock.Instant? { writeStarted.withLock { $0 } }
+
+    /// The first write error, once a write failed (every later frame is then dropped).
+    var failure: NearbyError? { firstFailure.withLock { $0 } }
 
     /// Whether nothing is being written or waiting to be.
     var isIdle: Bool { writeInProgressSince == nil && queue.withLock { $0.entries.isEmpty } }
@@ -121,6 +125,9 @@ final class OutboundFrameWriter: Sendable {
                 }
             } catch {
                 failure = error
+                firstFailure.withLock {
+                    $0 = (error as? NearbyError) ?? NearbyError(.endpointIoError, "writing to the peer failed", cause: error)
+                }
             }
         }
         return failure
