@@ -24,10 +24,22 @@ extension WiFiLANIntegration {
                 try await advertiser.waitForState(.connected, of: id)
                 let floodStart = ContinuousClock.now
                 peer.startFlood(encrypted: true)
+                // For the report: when the advertiser's socket send buffer was (nearly) full, i.e. its writes stall.
+                let filled = Task { () -> ContinuousClock.Instant? in
+                    while !Task.isCancelled {
+                        if let queue = peer.peerSendQueue(), queue > 2_000_000 { return .now }
+                        try? await Task.sleep(for: .milliseconds(20))
+                    }
+                    return nil
+                }
                 // Keep-alive timeout plus a few seconds, with room for a slow machine.
                 let error = try await advertiser.waitForState(.disconnected, of: id, timeout: 60)
-                print("stalled peer dropped \(ContinuousClock.now - floodStart) after the flood started, "
-                      + "\(peer.framesSent) KEEP_ALIVE frames sent, blocked: \(peer.isBlocked)")
+                let dropped = ContinuousClock.now
+                filled.cancel()
+                let stallStart = await filled.value
+                print("stalled peer dropped \(dropped - floodStart) after the flood started, "
+                      + "\(stallStart.map { "\(dropped - $0)" } ?? "?") after the advertiser's send buffer held 2 MB, "
+                      + "\(peer.framesSent) KEEP_ALIVE frames sent")
                 let stalled = try #require(error, "the stalled peer was disconnected without an error")
                 #expect(stalled.code == .timeout, "\(stalled)")
                 #expect(stalled.message.contains("write"), "\(stalled)")
