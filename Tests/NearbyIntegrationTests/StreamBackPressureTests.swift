@@ -61,6 +61,7 @@ extension WiFiLANIntegration {
                     // Unchanged for longer than the keep-alive timeout.
                     return ContinuousClock.now - unchangedSince > .seconds(4) ? now : nil
                 }
+                print("stream back-pressure: the sender stalled after producing \(stalledAt) of \(Self.total) bytes")
                 #expect(stalledAt < Self.total / 2, "the sender produced \(stalledAt) bytes while nobody read")
                 for log in [receiver.log, sender.log] {
                     #expect(!log.contains {
