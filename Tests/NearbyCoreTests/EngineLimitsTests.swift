@@ -158,14 +158,18 @@ struct EngineLimitsTests {
         #expect(error?.code == .timeout)
     }
 
-    @Test("Clamping keeps the interval below the timeout")
+    @Test("Clamping keeps the interval below the timeout and not below 100 ms")
     func clampKeepsIntervalBelowTimeout() {
         let asked = KeepAliveSettings(interval: .seconds(3000), timeout: .seconds(6000))
         let clamped = asked.clamped(timeoutTo: .seconds(1) ... .seconds(2))
         #expect(clamped.timeout == .seconds(2))
         #expect(clamped.interval == .seconds(1))
-        let tiny = KeepAliveSettings(interval: .milliseconds(10), timeout: .milliseconds(20))
-        #expect(tiny.clamped(timeoutTo: .seconds(1) ... .seconds(300)).timeout == .seconds(1))
+        let tiny = KeepAliveSettings(interval: .milliseconds(1), timeout: .milliseconds(20))
+        let raised = tiny.clamped(timeoutTo: .seconds(1) ... .seconds(300))
+        #expect(raised.timeout == .seconds(1))
+        #expect(raised.interval == KeepAliveSettings.minimumPeerInterval)
+        let frantic = KeepAliveSettings(interval: .milliseconds(1), timeout: .seconds(10))
+        #expect(frantic.clamped(timeoutTo: .seconds(1) ... .seconds(300)).interval == KeepAliveSettings.minimumPeerInterval)
         #expect(KeepAliveSettings.default.clamped(timeoutTo: .seconds(1) ... .seconds(300)) == .default)
     }
 
