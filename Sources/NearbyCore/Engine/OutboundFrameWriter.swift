@@ -58,6 +58,8 @@ final class OutboundFrameWriter: Sendable {
 
     /// How many frames ``postBounded(_:)`` lets wait before it waits too.
     static let maxBacklog = 64
+    /// How many frames may be held during a bandwidth upgrade before the connection is given up.
+    static let maxHeld = 4096
 
     private let channelBox: Mutex<any EndpointChannel>
     private let queue = Mutex(Queue())
@@ -65,6 +67,8 @@ final class OutboundFrameWriter: Sendable {
     private let lastWrite: Mutex<ContinuousClock.Instant>
     private let writeStarted = Mutex<ContinuousClock.Instant?>(nil)
     private let firstFailure = Mutex<NearbyError?>(nil)
+    /// How many frames are held during a bandwidth upgrade (they count as waiting).
+    private let heldCount = Mutex(0)
 
     init(channel: any EndpointChannel, secure: SecureContextBox) {
         channelBox = Mutex(channel)
@@ -82,7 +86,10 @@ final class OutboundFrameWriter: Sendable {
     var failure: NearbyError? { firstFailure.withLock { $0 } }
 
     /// Whether nothing is being written or waiting to be.
-    var isIdle: Bool { writeInProgressSince == nil && queue.withLock { $0.entries.isEmpty } }
+    var isIdle: Bool { writeInProgressSince == nil && backlog == 0 }
+
+    /// Frames queued or held, not yet written.
+    private var backlog: Int { queue.withLock { $0.entries.count } + heldCount.withLock { $0 } }
 
     /// The channel frames are written to.
     var channel: any EndpointChannel { channelBox.withLock { $0 } }
@@ -106,7 +113,14 @@ final class OutboundFrameWriter: Sendable {
                     continue
                 case .plain, .sealed:
                     if held != nil {
+                        // Payload senders are stopped while frames are held, so only a peer provoking replies
+                        // during the drain can get here often.
+                        guard held!.count < Self.maxHeld else {
+                            throw NearbyError(
+                                .invalidFrame, "the peer provoked more than \(Self.maxHeld) frames during a bandwidth upgrade")
+                        }
                         held!.append(item)
+                        heldCount.withLock { $0 += 1 }
                     } else {
                         try await write(item)
                     }
@@ -119,6 +133,7 @@ final class OutboundFrameWriter: Sendable {
                     channelBox.withLock { $0 = next }
                     let pending = held ?? []
                     held = nil
+                    heldCount.withLock { $0 = 0 }
                     for frame in pending {
                         try await write(frame)
                     }
@@ -169,7 +184,7 @@ final class OutboundFrameWriter: Sendable {
     /// Queues a frame; returns at once unless more than ``maxBacklog`` frames are already waiting, in which case
     /// it returns once the writer has taken the frame.
     func postBounded(_ item: Item) async {
-        if queue.withLock({ $0.entries.count < Self.maxBacklog }) {
+        if backlog < Self.maxBacklog {
             post(item)
         } else {
             await enqueue(item)
