@@ -12,7 +12,7 @@ extension WiFiLANIntegration {
     struct StalledPeerTests {
         @Test("a peer that floods KEEP_ALIVE and never reads is dropped with a timeout naming the stalled write")
         func floodingPeerIsDropped() async throws {
-            try await withScratch(timeout: 120, "stalled peer dropped") { scratch in
+            try await withScratch(timeout: 180, "stalled peer dropped") { scratch in
                 let advertiser = try Peer(scratch, serviceID: IntegrationEnvironment.uniqueServiceID("stall"))
                 let (_, port) = try await advertiser.advertise("target", scratch)
                 // The peer asks for a 4 s keep-alive timeout, which is also our write deadline for it.
@@ -32,8 +32,8 @@ extension WiFiLANIntegration {
                     }
                     return nil
                 }
-                // Keep-alive timeout plus a few seconds, with room for a slow machine.
-                let error = try await advertiser.waitForState(.disconnected, of: id, timeout: 60)
+                // Filling its buffers (seconds: acks are small), then the 4 s deadline; room for a slow machine.
+                let error = try await advertiser.waitForState(.disconnected, of: id, timeout: 120)
                 let dropped = ContinuousClock.now
                 filled.cancel()
                 let stallStart = await filled.value
