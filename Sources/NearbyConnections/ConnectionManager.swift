@@ -22,10 +22,18 @@ public final class ConnectionManager: Sendable {
     /// A new subscription to every event from now on, in order (discovery, connections, payloads). Each access
     /// returns its own stream, so several tasks can listen at once; subscribe before starting discovery or
     /// advertising so nothing is missed.
+    ///
+    /// Each subscription buffers up to ``ResourceLimits/maxBufferedEvents`` (``ConnectionOptions/limits``) events
+    /// its consumer has not taken yet. A consumer that falls further behind loses the oldest buffered events (the
+    /// newest are kept) and a warning is logged once per overflow; nothing else waits for a slow consumer, so
+    /// iterate promptly, and stop iterating (or drop the stream) when no longer interested.
     public var events: AsyncStream<ConnectionEvent> {
-        let (stream, continuation) = AsyncStream<ConnectionEvent>.makeStream(bufferingPolicy: .unbounded)
+        let limit = options.limits.maxBufferedEvents
+        let (stream, continuation) = AsyncStream<ConnectionEvent>.makeStream(
+            bufferingPolicy: .bufferingNewest(max(1, limit)))
         let key = UUID()
-        subscribers.withLock { $0[key] = continuation }
+        let warning = EventOverflowWarning(logger: options.logger, what: "connection events", limit: limit)
+        subscribers.withLock { $0[key] = Subscriber(continuation: continuation, overflow: warning) }
         continuation.onTermination = { [subscribers] _ in
             _ = subscribers.withLock { $0.removeValue(forKey: key) }
         }
@@ -36,7 +44,12 @@ public final class ConnectionManager: Sendable {
 
     let engine: NearbyEngine
     let options: ConnectionOptions
-    private let subscribers = LockedState<[UUID: AsyncStream<ConnectionEvent>.Continuation]>([:])
+    private let subscribers = LockedState<[UUID: Subscriber]>([:])
+
+    struct Subscriber {
+        let continuation: AsyncStream<ConnectionEvent>.Continuation
+        let overflow: EventOverflowWarning
+    }
     private let state = LockedState(DelegateState())
     private let router = Mutex<Task<Void, Never>?>(nil)
 
@@ -82,7 +95,7 @@ public final class ConnectionManager: Sendable {
 
     deinit {
         router.withLock { $0?.cancel() }
-        for subscriber in subscribers.withLock({ Array($0.values) }) { subscriber.finish() }
+        for subscriber in subscribers.withLock({ Array($0.values) }) { subscriber.continuation.finish() }
         let engine = self.engine
         Task { await engine.shutdown() }
     }
@@ -341,7 +354,9 @@ public final class ConnectionManager: Sendable {
     }
 
     private func broadcast(_ event: ConnectionEvent) {
-        for subscriber in subscribers.withLock({ Array($0.values) }) { subscriber.yield(event) }
+        for subscriber in subscribers.withLock({ Array($0.values) }) {
+            subscriber.overflow.check(subscriber.continuation.yield(event))
+        }
     }
 
     private func notify(_ delegate: (any ConnectionManagerDelegate)?, _ call: @escaping (any ConnectionManagerDelegate) -> Void) {

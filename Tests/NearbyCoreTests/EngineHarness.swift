@@ -58,7 +58,9 @@ struct EnginePair {
     /// upgrade to an in-memory "Wi-Fi LAN" one; the discoverer runs the closure before each upgrade connection.
     init(
         keepAlive: KeepAliveSettings = .default, timeouts: EndpointSession.Timeouts = .init(),
-        limits: ResourceLimits = .init(), upgradeBeforeConnecting: (@Sendable () async throws -> Void)? = nil
+        limits: ResourceLimits = .init(), discovererKeepAlive: KeepAliveSettings? = nil,
+        discovererLimits: ResourceLimits? = nil,
+        upgradeBeforeConnecting: (@Sendable () async throws -> Void)? = nil
     ) {
         let air = InMemoryMedium.Air()
         receiveDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-core-\(UUID().uuidString)")
@@ -68,6 +70,9 @@ struct EnginePair {
         let configuration = EngineConfiguration(
             serviceID: "com.example.test", strategy: .pointToPoint, receiveDirectory: receiveDirectory,
             keepAlive: keepAlive, timeouts: timeouts, limits: limits, logger: logger)
+        var discovererConfiguration = configuration
+        discovererConfiguration.keepAlive = discovererKeepAlive ?? keepAlive
+        discovererConfiguration.limits = discovererLimits ?? limits
         if let upgradeBeforeConnecting {
             let advertiserUpgrade = InMemoryUpgradeMedium(air: air)
             let discovererUpgrade = InMemoryUpgradeMedium(air: air, beforeConnecting: upgradeBeforeConnecting)
@@ -78,13 +83,15 @@ struct EnginePair {
                 localEndpointID: "ADVR")
             discovererMedium = InMemoryMedium(air: air, kind: .ble)
             discoverer = NearbyEngine(
-                configuration: configuration, mediums: [discovererMedium, discovererUpgrade], localEndpointID: "DISC")
+                configuration: discovererConfiguration, mediums: [discovererMedium, discovererUpgrade],
+                localEndpointID: "DISC")
         } else {
             advertiserUpgradeMedium = nil
             discovererUpgradeMedium = nil
             advertiser = NearbyEngine(configuration: configuration, mediums: [InMemoryMedium(air: air)], localEndpointID: "ADVR")
             discovererMedium = InMemoryMedium(air: air)
-            discoverer = NearbyEngine(configuration: configuration, mediums: [discovererMedium], localEndpointID: "DISC")
+            discoverer = NearbyEngine(
+                configuration: discovererConfiguration, mediums: [discovererMedium], localEndpointID: "DISC")
         }
         advertiserLog = EventLog(advertiser)
         discovererLog = EventLog(discoverer)

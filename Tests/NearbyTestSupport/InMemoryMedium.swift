@@ -14,6 +14,12 @@ public final class InMemoryChannel: EndpointChannel, @unchecked Sendable {
     private let ownInbound: AsyncStream<[UInt8]>.Continuation
     /// When set, writes are silently dropped (a peer that froze).
     public let isFrozen = Mutex(false)
+    /// When set, writes never complete until the channel is closed (a peer that stopped reading, or that grants
+    /// no more BLE L2CAP credits); they then throw.
+    public let stallsWrites = Mutex(false)
+    /// How many writes are stuck now because of ``stallsWrites``.
+    public let stalledWrites = Mutex(0)
+    private let closedSignal = Mutex<(closed: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     init(name: String, medium: MediumKind, inbound: AsyncStream<[UInt8]>, ownInbound: AsyncStream<[UInt8]>.Continuation,
          outbound: AsyncStream<[UInt8]>.Continuation) {
@@ -44,6 +50,18 @@ public final class InMemoryChannel: EndpointChannel, @unchecked Sendable {
             throw NearbyError(.invalidFraming, "frame too large")
         }
         if isFrozen.withLock({ $0 }) { return }
+        if stallsWrites.withLock({ $0 }) {
+            stalledWrites.withLock { $0 += 1 }
+            await withCheckedContinuation { waiter in
+                let closed = closedSignal.withLock { state -> Bool in
+                    if !state.closed { state.waiters.append(waiter) }
+                    return state.closed
+                }
+                if closed { waiter.resume() }
+            }
+            stalledWrites.withLock { $0 -= 1 }
+            throw NearbyError(.endpointIoError, "the in-memory channel closed under a stalled write")
+        }
         if case .terminated = outbound.yield(body) {
             throw NearbyError(.endpointIoError, "the in-memory peer is gone")
         }
@@ -52,6 +70,12 @@ public final class InMemoryChannel: EndpointChannel, @unchecked Sendable {
     public func close() async {
         outbound.finish()
         ownInbound.finish()
+        let waiters = closedSignal.withLock { state in
+            state.closed = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 }
 
@@ -105,6 +129,16 @@ public final class InMemoryMedium: Medium {
     /// Makes every channel this medium opened drop its writes, like a peer that froze (SIGSTOP).
     public func freezeOpenedChannels() {
         for channel in opened.withLock({ $0 }) { channel.isFrozen.withLock { $0 = true } }
+    }
+    /// Makes every write on the channels this medium opened hang until the channel is closed, like a peer that
+    /// stopped reading (TCP) or stopped granting credits (BLE L2CAP).
+    public func stallOpenedChannelWrites() {
+        for channel in opened.withLock({ $0 }) { channel.stallsWrites.withLock { $0 = true } }
+    }
+
+    /// How many writes on the channels this medium opened are stuck now.
+    public var stalledWriteCount: Int {
+        opened.withLock { $0 }.reduce(0) { $0 + $1.stalledWrites.withLock { $0 } }
     }
     private static let nextPort = Mutex(1)
 

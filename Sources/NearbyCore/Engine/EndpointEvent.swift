@@ -1,14 +1,28 @@
+import AsyncAlgorithms
 import Foundation
 import NearbyWire
 
 /// A stream of bytes arriving from a peer as a STREAM payload.
 ///
-/// Iterate it to read the bytes in order. Reading is back-pressured: while nobody reads, the endpoint's channel is
-/// not read either, so read promptly (or cancel the payload).
+/// Iterate it to read the bytes in order. Reading is back-pressured end to end: nothing is buffered between the
+/// connection and this stream, so while nobody reads, the endpoint's channel is not read either, the socket fills
+/// and the sender waits (memory stays bounded). Meanwhile our keep-alive timeout for that endpoint is suspended;
+/// a sending peer may still drop the connection when its writes stall past its own write deadline (for
+/// swift-nearby peers: ``ResourceLimits/writeTimeout``, by default the keep-alive timeout), so read promptly or
+/// cancel the payload. Iterate it from one task only.
 public struct IncomingByteStream: AsyncSequence, Sendable {
     /// A chunk of bytes.
     public typealias Element = [UInt8]
     let chunks: AsyncThrowingStream<[UInt8], any Error>
+
+    /// Hands over the chunks sent into `channel` one by one, each when the app asks for it.
+    init(channel: AsyncThrowingChannel<[UInt8], any Error>) {
+        chunks = AsyncThrowingStream(unfolding: {
+            // The channel takes concurrent consumers, so a fresh iterator per chunk is safe.
+            var iterator = channel.makeAsyncIterator()
+            return try await iterator.next()
+        })
+    }
 
     /// Makes an iterator.
     public func makeAsyncIterator() -> AsyncThrowingStream<[UInt8], any Error>.AsyncIterator {
@@ -41,3 +55,4 @@ public enum EndpointEvent: Sendable {
     /// Progress of a payload in either direction.
     case transferUpdate(endpointID: String, update: PayloadTransferUpdate, isOutgoing: Bool)
 }
+

@@ -32,8 +32,9 @@ public actor EndpointSession {
         /// How long we wait after saying goodbye before closing.
         public var disconnectDelay: Duration = .milliseconds(500)
         /// How long frames already queued may take to reach the socket when the connection ends, before the
-        /// channel is closed under them.
-        public var drainBeforeClose: Duration = .seconds(5)
+        /// channel is closed under them. Kept short so that ``EndpointSession/disconnect()`` returns within 5 s even
+        /// when the peer stopped reading.
+        public var drainBeforeClose: Duration = .seconds(2)
         /// Bandwidth upgrade, offering side: how long the peer may take to open and introduce the new channel.
         public var upgradeChannel: Duration = .seconds(15)
         /// Bandwidth upgrade, offering side: how long to stay on the first medium after both accepted before
@@ -105,6 +106,16 @@ public actor EndpointSession {
     private var keepAliveSequence: UInt32 = 0
     private var lastRead = ContinuousClock.now
     private var phaseDeadline: ContinuousClock.Instant?
+    /// When the connection must be accepted or rejected by both sides (set once the handshake is done).
+    private var decisionDeadline: ContinuousClock.Instant?
+    /// Set while the read loop waits for the app to take a chunk of a stream payload (back-pressure); the
+    /// keep-alive timeout does not count meanwhile.
+    private var deliveringStreamChunk = false
+    /// The limits this session enforces.
+    let limits: ResourceLimits
+    /// Set once both sides accepted, readable without hopping onto the actor (the engine counts pending
+    /// endpoints with it).
+    nonisolated let reachedConnected = Mutex(false)
     var ended = false
     private var writerTask: Task<(any Error)?, Never>?
     private var closeTask: Task<Void, Never>?
@@ -121,6 +132,8 @@ public actor EndpointSession {
     ///     ``Medium/supportsUpgradeListening`` is true). Empty: offers are refused.
     ///   - autoUpgrade: Whether an incoming (advertiser-side) session offers an upgrade once connected.
     ///   - localEndpointID: Our endpoint ID, sent in the CLIENT_INTRODUCTION of an upgrade.
+    ///   - limits: The write deadline, the decision deadline and the range peer-chosen keep-alive timeouts are
+    ///     clamped into.
     public init(
         channel: any EndpointChannel, machine: ConnectionStateMachine, keepAlive: KeepAliveSettings,
         receiveDirectory: URL, timeouts: Timeouts = .init(), limits: ResourceLimits = .init(), logger: Logger,
@@ -141,6 +154,7 @@ public actor EndpointSession {
         files = ReceivedFileStore(directory: receiveDirectory, minimumFreeSpace: limits.minimumFreeDiskSpace)
         tracker = IncomingPayloadTracker(limits: limits)
         self.timeouts = timeouts
+        self.limits = limits
         self.admission = admission
         self.onEvent = onEvent
         self.onEnd = onEnd
@@ -201,18 +215,41 @@ public actor EndpointSession {
 
     /// Our app's decision on the pending connection.
     public func decide(accept: Bool) async {
-        await perform(machine.decide(accept: accept))
+        await perform(machine.decide(accept: accept), fromApp: true)
     }
 
-    /// Says goodbye and closes the connection; returns once the channel is closed.
+    /// Says goodbye and closes the connection; returns once the channel is closed, and always within
+    /// ``disconnectReturnBound``: a peer that stopped reading cannot hold it (the goodbye is queued without
+    /// waiting, and the channel is closed under a stuck write in the background).
     public func disconnect() async {
         if !ended {
             if machine.isConnected || machine.isAwaitingDecisions {
-                await writer.enqueue(frameItem(OfflineFrames.disconnection()))
+                writer.post(frameItem(OfflineFrames.disconnection()))
             }
             await end(nil, closeDelay: timeouts.disconnectDelay)
         }
-        await closeTask?.value
+        if let closeTask { await Self.wait(for: closeTask, atMost: Self.disconnectReturnBound) }
+    }
+
+    /// The longest ``disconnect()`` waits for the channel to close.
+    public static let disconnectReturnBound: Duration = .seconds(3)
+
+    /// Waits for `task`, or for `bound` when it takes longer (the task goes on).
+    private static func wait(for task: Task<Void, Never>, atMost bound: Duration) async {
+        let race = AsyncStream<Void>.makeStream()
+        let watcher = Task {
+            await task.value
+            race.continuation.yield()
+        }
+        let timer = Task {
+            try? await Task.sleep(for: bound)
+            race.continuation.yield()
+        }
+        var iterator = race.stream.makeAsyncIterator()
+        _ = await iterator.next()
+        race.continuation.finish()
+        watcher.cancel()
+        timer.cancel()
     }
 
     /// Starts sending a payload; progress and the outcome arrive as ``EndpointEvent/transferUpdate(endpointID:update:isOutgoing:)``.
@@ -286,19 +323,35 @@ public actor EndpointSession {
         await perform(machine.receive(plaintext))
     }
 
-    private func perform(_ actions: [ConnectionStateMachine.Action]) async {
+    /// Performs the state machine's actions. Frames go to the writer without waiting; those the peer provoked
+    /// (`fromApp` false) wait once the writer's backlog is full, so a flooding peer that never reads is held back
+    /// instead of growing the queue, while the app's decisions never wait.
+    private func perform(_ actions: [ConnectionStateMachine.Action], fromApp: Bool = false) async {
         // A rejection is the outcome even if the channel ends while the response is still being written (the
         // peer may read it and hang up before this loop gets to `.rejected`).
         for case .rejected(let byPeer) in actions { pendingRejection = byPeer }
         for action in actions where !ended {
             switch action {
             case .sendRaw(let bytes):
-                await writer.enqueue(.plain(bytes))
+                if fromApp { writer.post(.plain(bytes)) } else { await writer.postBounded(.plain(bytes)) }
             case .sendFrame(let frame):
-                await writer.enqueue(frameItem(frame))
+                if fromApp {
+                    writer.post(frameItem(frame))
+                } else if frame.v1.type == .keepAlive, frame.v1.keepAlive.ack, !writer.isIdle {
+                    // A KEEP_ALIVE ack is skipped while other frames are on their way: they prove we are alive
+                    // just as well, and a peer that floods KEEP_ALIVE and never reads cannot make acks pile up or
+                    // hold our read loop.
+                    continue
+                } else {
+                    await writer.postBounded(frameItem(frame))
+                }
             case .requestReceived(let id, let nonce, let settings):
                 setPeerEndpointID(id)
-                keepAlive = settings
+                keepAlive = settings.clamped(timeoutTo: limits.peerKeepAliveTimeoutRange)
+                if keepAlive != settings {
+                    logger.notice("clamped the peer's keep-alive timeout", metadata: [
+                        "asked": "\(settings.timeout)", "used": "\(keepAlive.timeout)"])
+                }
                 phaseDeadline = .now + timeouts.handshake
                 if let admission, await !admission(self, id, nonce) {
                     await end(NearbyError(.connectionRejected, "incoming request from \(id) refused"))
@@ -307,6 +360,7 @@ public actor EndpointSession {
                 phaseDeadline = nil
                 if let id = endpointIDValue { connectionInfo.endpointID = id }
                 info = connectionInfo
+                decisionDeadline = .now + limits.pendingDecisionTimeout
                 logger.info("connection initiated", metadata: ["digits": "\(connectionInfo.verificationDigits)"])
                 onEvent(.initiated(connectionInfo))
             case .enableEncryption(let context, let replay):
@@ -317,10 +371,13 @@ public actor EndpointSession {
                 }
             case .connected:
                 wasConnected = true
+                decisionDeadline = nil
+                reachedConnected.withLock { $0 = true }
                 logger.info("connected")
                 if let info { onEvent(.connected(info)) }
                 startUpgradeIfWanted()
             case .rejected(let byPeer):
+                decisionDeadline = nil
                 logger.info("connection rejected", metadata: ["by_peer": "\(byPeer)"])
                 onEvent(.rejected(endpointID: endpointIDValue ?? "", byPeer: byPeer))
                 await end(nil, closeDelay: byPeer ? .zero : timeouts.rejectedCloseDelay, report: false)
@@ -380,20 +437,18 @@ public actor EndpointSession {
                         isOutgoing: false))
                 }
             case .streamStarted(let id):
+                // No buffer between the read loop and the app: each chunk is handed over when the app asks for
+                // it, so an app that does not read holds the read loop, the socket fills and the sender waits.
                 let stream = AsyncThrowingChannel<[UInt8], any Error>()
                 streams[id] = stream
-                let (chunks, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
-                Task {
-                    do {
-                        for try await chunk in stream { continuation.yield(chunk) }
-                        continuation.finish()
-                    } catch {
-                        continuation.finish(throwing: error)
-                    }
-                }
-                onEvent(.streamReceived(endpointID: endpoint, payloadID: id, stream: IncomingByteStream(chunks: chunks)))
+                onEvent(.streamReceived(endpointID: endpoint, payloadID: id, stream: IncomingByteStream(channel: stream)))
             case .streamChunk(let id, let data):
-                await streams[id]?.send(Array(data))
+                guard let stream = streams[id] else { break }
+                deliveringStreamChunk = true
+                await stream.send(Array(data))
+                deliveringStreamChunk = false
+                // The keep-alive timeout counts from when the read loop resumed.
+                lastRead = .now
             case .streamFinished(let id):
                 streams.removeValue(forKey: id)?.finish()
             case .update(let update):
@@ -402,7 +457,7 @@ public actor EndpointSession {
                 if kind == .file { files.discard(id) }
                 streams.removeValue(forKey: id)?.fail(NearbyError(.endpointIoError, "stream payload \(id) did not complete"))
             case .sendControl(let frame):
-                await writer.enqueue(frameItem(frame))
+                await writer.postBounded(frameItem(frame))
             case .outgoingControl(let id, let event):
                 outgoing[id]?.peerEvent = event
             case .violation(let error):
@@ -535,6 +590,23 @@ public actor EndpointSession {
             try? await Task.sleep(for: .milliseconds(100))
             if Task.isCancelled || ended { return }
             let now = ContinuousClock.now
+            let writeDeadline = limits.writeTimeout ?? keepAlive.timeout
+            if let started = writer.writeInProgressSince, now - started > writeDeadline {
+                await end(NearbyError(
+                    .timeout, "a write to the peer did not finish within \(writeDeadline): the peer stopped reading"),
+                    closeAtOnce: true)
+                return
+            }
+            // A failed write drops every later frame: the session is over even if the read loop does not notice
+            // (it may be waiting for the app to take a stream chunk).
+            if let failure = writer.failure {
+                await end(failure)
+                return
+            }
+            if let deadline = decisionDeadline, now > deadline {
+                await decisionExpired()
+                if ended { return }
+            }
             if let deadline = upgradeDrainDeadline, now > deadline {
                 await end(NearbyError(
                     .timeout, "the peer did not finish the bandwidth upgrade within \(timeouts.upgradeDrain)"))
@@ -547,21 +619,44 @@ public actor EndpointSession {
                 return
             }
             guard info != nil else { continue }
-            if now - lastRead > keepAlive.timeout {
+            if !deliveringStreamChunk, now - lastRead > keepAlive.timeout {
                 await end(NearbyError(.timeout, "nothing heard from the peer for \(keepAlive.timeout)"))
                 return
             }
-            if now - writer.lastWriteInstant > keepAlive.interval, !upgrade.isDraining {
+            // A busy writer is proof of life already; an idle one gets a keep-alive (never waited for).
+            if now - writer.lastWriteInstant > keepAlive.interval, !upgrade.isDraining, writer.isIdle {
                 let sequence = keepAliveSequence
                 keepAliveSequence &+= 1
-                await writer.enqueue(frameItem(OfflineFrames.keepAlive(ack: false, sequenceNumber: sequence)))
+                writer.post(frameItem(OfflineFrames.keepAlive(ack: false, sequenceNumber: sequence)))
             }
+        }
+    }
+
+    /// Nobody decided within ``ResourceLimits/pendingDecisionTimeout``: we reject (the peer gets our rejection);
+    /// if our app had accepted and the peer never answered, the connection fails with a timeout.
+    private func decisionExpired() async {
+        decisionDeadline = nil
+        let timeout = limits.pendingDecisionTimeout
+        let actions = machine.decide(accept: false)
+        if !actions.isEmpty {
+            logger.notice("no decision within \(timeout); rejecting")
+            await perform(actions, fromApp: true)
+            guard !ended else { return }
+            // The peer has not decided either: our rejection is on its way; end as rejected by us.
+            pendingRejection = false
+            await end(nil, closeDelay: timeouts.rejectedCloseDelay)
+        } else if machine.isAwaitingDecisions {
+            writer.post(frameItem(OfflineFrames.disconnection()))
+            await end(NearbyError(.timeout, "the peer did not accept or reject within \(timeout)"),
+                      closeDelay: timeouts.disconnectDelay)
         }
     }
 
     // MARK: - Ending
 
-    func end(_ error: NearbyError?, closeDelay: Duration = .zero, report: Bool = true) async {
+    /// Ends the session. With `closeAtOnce` (a write is stuck) the channel is closed before anything else, which
+    /// fails the stuck write; otherwise queued frames get ``Timeouts/drainBeforeClose`` to go out.
+    func end(_ error: NearbyError?, closeDelay: Duration = .zero, report: Bool = true, closeAtOnce: Bool = false) async {
         guard !ended else { return }
         ended = true
         machine.close()
@@ -599,18 +694,24 @@ public actor EndpointSession {
         let onEnd = self.onEnd
         let drainTimeout = timeouts.drainBeforeClose
         closeTask = Task {
+            var drained = !closeAtOnce
+            if closeAtOnce { await writer.channel.close() }
             if let writerTask {
                 // A peer that stopped reading must not keep the socket open forever: after the bound, closing the
                 // channel fails the write that is stuck, and the writer then reaches its end marker.
-                let cutoff = Task {
+                let cutoff = Task { () -> Bool in
                     try? await Task.sleep(for: drainTimeout)
-                    if !Task.isCancelled { await writer.channel.close() }
+                    if Task.isCancelled { return false }
+                    await writer.channel.close()
+                    return true
                 }
-                await writer.finishAfterQueued()
+                writer.finishAfterQueued()
                 _ = await writerTask.value
                 cutoff.cancel()
+                if await cutoff.value { drained = false }
             }
-            if closeDelay > .zero { try? await Task.sleep(for: closeDelay) }
+            // Lingering for the peer to read our last frames is pointless when it stopped reading.
+            if closeDelay > .zero, drained { try? await Task.sleep(for: closeDelay) }
             await channel.close()
             await writer.channel.close()
             await abandoned()

@@ -11,6 +11,10 @@ public actor NearbyEngine {
     /// This device's endpoint ID (4 characters), stable for the engine's lifetime.
     public nonisolated let localEndpointID: String
     /// Everything the engine reports, in order.
+    ///
+    /// The buffer is bounded: it holds up to ``ResourceLimits/maxBufferedEvents`` events not yet consumed; beyond
+    /// that the oldest buffered events are dropped (the newest are kept, so a consumer that catches up sees the
+    /// current state) and a warning is logged once per overflow. Consume it promptly.
     public nonisolated let events: AsyncStream<EngineEvent>
 
     private let mediums: [any Medium]
@@ -22,19 +26,22 @@ public actor NearbyEngine {
     private var sessions: [ObjectIdentifier: EndpointSession] = [:]
     private var byEndpoint: [String: EndpointSession] = [:]
     private let logger: Logger
+    private let overflow: EventOverflowWarning
 
     /// Creates an engine over `mediums` (in priority order).
     public init(configuration: EngineConfiguration, mediums: [any Medium], localEndpointID: String? = nil) {
         self.configuration = configuration
         self.mediums = mediums
         self.localEndpointID = localEndpointID ?? EndpointID.random().value
-        (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+        (events, continuation) = AsyncStream.makeStream(
+            bufferingPolicy: .bufferingNewest(max(1, configuration.limits.maxBufferedEvents)))
         var logger = configuration.logger
         logger[metadataKey: "service_id"] = "\(configuration.serviceID)"
         logger[metadataKey: "local_endpoint_id"] = "\(self.localEndpointID)"
         self.logger = logger
         let stale = PartialFiles.removeStale(in: configuration.receiveDirectory)
         if stale > 0 { logger.info("removed stale partial files of a crashed run", metadata: ["count": "\(stale)"]) }
+        overflow = EventOverflowWarning(logger: logger, what: "engine events", limit: configuration.limits.maxBufferedEvents)
     }
 
     // MARK: - Advertising
@@ -199,20 +206,44 @@ public actor NearbyEngine {
         return result.sorted()
     }
 
-    /// Stops everything: advertising, discovery and every connection.
+    /// Stops everything: advertising, discovery and every connection. Connections are closed in parallel, each
+    /// within ``EndpointSession/disconnectReturnBound``, so peers that stopped reading cannot hold it up.
     public func shutdown() async {
         stopDiscovery()
         await stopAdvertising()
-        for session in sessions.values { await session.disconnect() }
+        let all = Array(sessions.values)
+        await withTaskGroup(of: Void.self) { group in
+            for session in all { group.addTask { await session.disconnect() } }
+        }
     }
 
     // MARK: - Internals
 
     private func accept(_ channel: any EndpointChannel) {
+        if let refusal = capacityRefusal() {
+            logger.notice("refusing an incoming connection", metadata: [
+                "medium": "\(channel.medium)", "peer": "\(channel.peerDescription)", "reason": "\(refusal)"])
+            Task { await channel.close() }
+            return
+        }
         let machine = ConnectionStateMachine.incoming(local: localDescription(advertisedInfo), medium: channel.medium)
         let session = makeSession(channel: channel, machine: machine, keepAlive: configuration.keepAlive)
         sessions[ObjectIdentifier(session)] = session
         Task { await session.run() }
+    }
+
+    /// Why a new incoming connection cannot be taken now (``ResourceLimits/maxEndpoints`` and
+    /// ``ResourceLimits/maxPendingEndpoints``), or `nil`. Endpoints that are closing still count until closed.
+    private func capacityRefusal() -> String? {
+        let limits = configuration.limits
+        if sessions.count >= limits.maxEndpoints {
+            return "\(sessions.count) endpoints open, the limit is \(limits.maxEndpoints)"
+        }
+        let pending = sessions.values.filter { !$0.reachedConnected.withLock { $0 } }.count
+        if pending >= limits.maxPendingEndpoints {
+            return "\(pending) endpoints not yet connected, the limit is \(limits.maxPendingEndpoints)"
+        }
+        return nil
     }
 
     private func makeSession(
@@ -227,9 +258,9 @@ public actor NearbyEngine {
             },
             upgradeMediums: mediums.filter(\.supportsUpgradeListening),
             autoUpgrade: configuration.autoUpgradeBandwidth, localEndpointID: localEndpointID,
-            onEvent: { [continuation] event in
+            onEvent: { [continuation, overflow] event in
                 // Yielded synchronously so events keep the order the session reports them in.
-                continuation.yield(.endpoint(event))
+                overflow.check(continuation.yield(.endpoint(event)))
             },
             onEnd: { [weak self] session in
                 guard let self else { return }
@@ -308,7 +339,7 @@ public actor NearbyEngine {
     }
 
     private func emit(_ event: EngineEvent) {
-        continuation.yield(event)
+        overflow.check(continuation.yield(event))
     }
 
     /// Endpoint info must be 1…131 bytes.

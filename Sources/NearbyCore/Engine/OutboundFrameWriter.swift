@@ -1,4 +1,3 @@
-import AsyncAlgorithms
 import NearbySecurity
 import NearbyWire
 import Synchronization
@@ -6,9 +5,19 @@ import Synchronization
 /// The one writer of an endpoint's channel: frames are encrypted (when encryption is on) and written strictly in
 /// the order they were queued, so sequence numbers on the wire always count up by one.
 ///
-/// ``enqueue(_:)`` suspends until the writer takes the frame, so a fast producer (a file sender) is held back by
-/// the socket: no frame waits here besides the one being written. After a write error every later frame is
-/// dropped; the reader side notices the broken channel and ends the session.
+/// Three ways to queue, all into one FIFO:
+/// - ``enqueue(_:)`` suspends until the writer takes the frame, so a fast producer (a payload sender) is held back
+///   by the socket: no data frame waits here besides the one being written.
+/// - ``post(_:)`` never waits: for control frames our app or timers send (DISCONNECTION, a CONNECTION_RESPONSE,
+///   our KEEP_ALIVE), so `disconnect`, `accept`/`reject` and `shutdown` never block behind a write to a peer that
+///   stopped reading.
+/// - ``postBounded(_:)`` waits only while more than ``maxBacklog`` frames are queued: for frames a peer provokes
+///   (acks, responses), so a peer that floods us and never reads cannot grow this queue without bound.
+///
+/// The writer does not time out on its own: it reports when the current write started
+/// (``writeInProgressSince``) and the session drops the endpoint when a write outlives its deadline (closing the
+/// channel fails the stuck write). After a write error every later frame is dropped; the reader side notices the
+/// broken channel and ends the session.
 ///
 /// During a bandwidth upgrade the writer moves to the new channel: ``Item/holdAfter(_:)`` writes LAST_WRITE on the
 /// old channel and holds every later frame (the session stops its payload senders meanwhile, so few are held),
@@ -33,10 +42,33 @@ final class OutboundFrameWriter: Sendable {
         case switchChannel(any EndpointChannel)
     }
 
+    /// A queued frame and, for ``enqueue(_:)``, the producer waiting for the writer to take it.
+    private struct Entry {
+        var item: Item
+        var taken: CheckedContinuation<Void, Never>?
+    }
+
+    private struct Queue {
+        var entries: [Entry] = []
+        /// The writer, waiting for the next entry.
+        var writer: CheckedContinuation<Entry?, Never>?
+        /// Set once the writer took the end marker: later frames are dropped.
+        var finished = false
+    }
+
+    /// How many frames ``postBounded(_:)`` lets wait before it waits too.
+    static let maxBacklog = 64
+    /// How many frames may be held during a bandwidth upgrade before the connection is given up.
+    static let maxHeld = 4096
+
     private let channelBox: Mutex<any EndpointChannel>
-    private let queue = AsyncChannel<Item>()
+    private let queue = Mutex(Queue())
     private let secure: SecureContextBox
     private let lastWrite: Mutex<ContinuousClock.Instant>
+    private let writeStarted = Mutex<ContinuousClock.Instant?>(nil)
+    private let firstFailure = Mutex<NearbyError?>(nil)
+    /// How many frames are held during a bandwidth upgrade (they count as waiting).
+    private let heldCount = Mutex(0)
 
     init(channel: any EndpointChannel, secure: SecureContextBox) {
         channelBox = Mutex(channel)
@@ -47,6 +79,18 @@ final class OutboundFrameWriter: Sendable {
     /// When a frame was last written.
     var lastWriteInstant: ContinuousClock.Instant { lastWrite.withLock { $0 } }
 
+    /// When the write under way started; `nil` while the writer is not writing.
+    var writeInProgressSince: ContinuousClock.Instant? { writeStarted.withLock { $0 } }
+
+    /// The first write error, once a write failed (every later frame is then dropped).
+    var failure: NearbyError? { firstFailure.withLock { $0 } }
+
+    /// Whether nothing is being written or waiting to be.
+    var isIdle: Bool { writeInProgressSince == nil && backlog == 0 }
+
+    /// Frames queued or held, not yet written.
+    private var backlog: Int { queue.withLock { $0.entries.count } + heldCount.withLock { $0 } }
+
     /// The channel frames are written to.
     var channel: any EndpointChannel { channelBox.withLock { $0 } }
 
@@ -55,10 +99,10 @@ final class OutboundFrameWriter: Sendable {
         var failure: (any Error)?
         var ended = false
         var held: [Item]?
-        for await item in queue {
+        while let item = await next() {
             if case .end = item {
                 ended = true
-                queue.finish()
+                finish()
             }
             if failure != nil || ended {
                 continue
@@ -69,7 +113,14 @@ final class OutboundFrameWriter: Sendable {
                     continue
                 case .plain, .sealed:
                     if held != nil {
+                        // Payload senders are stopped while frames are held, so only a peer provoking replies
+                        // during the drain can get here often.
+                        guard held!.count < Self.maxHeld else {
+                            throw NearbyError(
+                                .invalidFrame, "the peer provoked more than \(Self.maxHeld) frames during a bandwidth upgrade")
+                        }
                         held!.append(item)
+                        heldCount.withLock { $0 += 1 }
                     } else {
                         try await write(item)
                     }
@@ -82,12 +133,16 @@ final class OutboundFrameWriter: Sendable {
                     channelBox.withLock { $0 = next }
                     let pending = held ?? []
                     held = nil
+                    heldCount.withLock { $0 = 0 }
                     for frame in pending {
                         try await write(frame)
                     }
                 }
             } catch {
                 failure = error
+                firstFailure.withLock {
+                    $0 = (error as? NearbyError) ?? NearbyError(.endpointIoError, "writing to the peer failed", cause: error)
+                }
             }
         }
         return failure
@@ -107,20 +162,87 @@ final class OutboundFrameWriter: Sendable {
         default:
             return
         }
+        writeStarted.withLock { $0 = .now }
+        defer { writeStarted.withLock { $0 = nil } }
         try await channel.writeFrame(bytes)
         lastWrite.withLock { $0 = .now }
     }
 
     /// Queues a frame; returns once the writer has taken it (after the previous frame was written). Frames
-    /// queued after ``finish()`` are dropped.
+    /// queued after the writer finished are dropped.
     func enqueue(_ item: Item) async {
-        await queue.send(item)
+        await withCheckedContinuation { taken in
+            add(Entry(item: item, taken: taken))
+        }
+    }
+
+    /// Queues a frame and returns at once. Frames queued after the writer finished are dropped.
+    func post(_ item: Item) {
+        add(Entry(item: item, taken: nil))
+    }
+
+    /// Queues a frame; returns at once unless more than ``maxBacklog`` frames are already waiting, in which case
+    /// it returns once the writer has taken the frame.
+    func postBounded(_ item: Item) async {
+        if backlog < Self.maxBacklog {
+            post(item)
+        } else {
+            await enqueue(item)
+        }
     }
 
     /// Stops the writer after the frames already queued, also those whose ``enqueue(_:)`` is still waiting for
     /// the writer (a response being sent while the connection ends must still go out); later frames are dropped.
-    /// Returns once the writer has taken the end marker.
-    func finishAfterQueued() async {
-        await queue.send(.end)
+    /// Returns at once; the writer's ``run()`` returns once it wrote (or dropped) what came before.
+    func finishAfterQueued() {
+        post(.end)
+    }
+
+    private func add(_ entry: Entry) {
+        enum Outcome { case dropped, handed(CheckedContinuation<Entry?, Never>), queued }
+        let outcome = queue.withLock { state -> Outcome in
+            if state.finished { return .dropped }
+            if let writer = state.writer {
+                state.writer = nil
+                return .handed(writer)
+            }
+            state.entries.append(entry)
+            return .queued
+        }
+        switch outcome {
+        case .dropped:
+            entry.taken?.resume()
+        case .handed(let writer):
+            entry.taken?.resume()
+            writer.resume(returning: Entry(item: entry.item, taken: nil))
+        case .queued:
+            break
+        }
+    }
+
+    /// The next item for the writer; `nil` once finished and empty.
+    private func next() async -> Item? {
+        let entry = await withCheckedContinuation { (writer: CheckedContinuation<Entry?, Never>) in
+            enum Outcome { case ready(Entry?), waiting }
+            let outcome = queue.withLock { state -> Outcome in
+                if !state.entries.isEmpty { return .ready(state.entries.removeFirst()) }
+                if state.finished { return .ready(nil) }
+                state.writer = writer
+                return .waiting
+            }
+            if case .ready(let entry) = outcome { writer.resume(returning: entry) }
+        }
+        entry?.taken?.resume()
+        return entry?.item
+    }
+
+    /// Drops every queued frame (releasing their producers) and refuses later ones.
+    private func finish() {
+        let dropped = queue.withLock { state -> [Entry] in
+            state.finished = true
+            defer { state.entries = [] }
+            return state.entries
+        }
+        for entry in dropped { entry.taken?.resume() }
     }
 }

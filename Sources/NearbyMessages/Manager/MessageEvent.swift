@@ -29,7 +29,13 @@ public struct MessageEvent: Sendable, Hashable {
 /// Fans found/lost events out to any number of `AsyncStream`s. A stream made later starts with a `found` event for
 /// everything found and not yet lost (in the order it was found), so a listener that arrives after the first
 /// sightings misses nothing; registration and delivery share one lock, so nothing is seen twice or skipped.
+///
+/// Each stream buffers at most ``maxBuffered`` events its consumer has not taken; beyond that the oldest buffered
+/// ones are dropped (the newest kept), so a consumer that stopped iterating cannot make memory grow.
 final class EventFanOut: Sendable {
+    /// The most events one stream buffers for a consumer that does not keep up.
+    static let maxBuffered = 65_536
+
     private struct State {
         var subscribers: [UUID: AsyncStream<MessageEvent>.Continuation] = [:]
         var current: [EventKey: MessageEvent] = [:]
@@ -54,7 +60,7 @@ final class EventFanOut: Sendable {
     private let state = Mutex(State())
 
     func stream() -> AsyncStream<MessageEvent> {
-        let (stream, continuation) = AsyncStream<MessageEvent>.makeStream(bufferingPolicy: .unbounded)
+        let (stream, continuation) = AsyncStream<MessageEvent>.makeStream(bufferingPolicy: .bufferingNewest(Self.maxBuffered))
         let key = UUID()
         let finished = state.withLock { state -> Bool in
             guard !state.finished else { return true }

@@ -73,6 +73,9 @@ public final class Subscription: AsyncSequence, Sendable {
     /// A `found` event for every message found and not yet lost, then every event from now on, as a stream,
     /// until the subscription stops. The stream does not keep the
     /// subscription alive: hold on to it (or iterate the subscription itself).
+    ///
+    /// Each stream buffers at most 65,536 events its consumer has not taken; a consumer that falls further behind
+    /// loses the oldest buffered events (the newest are kept), so memory stays bounded when nobody iterates.
     public var events: AsyncStream<MessageEvent> { fanOut.stream() }
 
     /// The messages currently found.

@@ -14,12 +14,13 @@ final class EventLog: Sendable {
     private let storage = Storage()
     private let task = Mutex<Task<Void, Never>?>(nil)
 
-    init(_ events: AsyncStream<ConnectionEvent>) {
+    /// Logs `events`; with `drainStreams`, incoming streams are read (and discarded) as they arrive.
+    init(_ events: AsyncStream<ConnectionEvent>, drainStreams: Bool = true) {
         let storage = self.storage
         let consumer = Task {
             for await event in events {
                 storage.events.withLock { $0.append(event) }
-                if case .streamReceived(_, _, let stream) = event {
+                if drainStreams, case .streamReceived(_, _, let stream) = event {
                     Task { for try await _ in stream {} }
                 }
             }
@@ -65,14 +66,15 @@ struct Peer: Sendable {
 
     /// A manager for `serviceID`, tracked by `scratch` (shut down at teardown).
     init(
-        _ scratch: Scratch, serviceID: String, receiveDirectory: URL? = nil, keepAlive: KeepAliveSettings = .default
+        _ scratch: Scratch, serviceID: String, receiveDirectory: URL? = nil, keepAlive: KeepAliveSettings = .default,
+        limits: ResourceLimits = .init(), drainStreams: Bool = true
     ) throws {
         var options = ConnectionOptions(
             receiveDirectory: try receiveDirectory ?? scratch.directory("received-\(UUID().uuidString.prefix(6))"),
-            keepAlive: keepAlive)
+            keepAlive: keepAlive, limits: limits)
         options.logger.logLevel = .warning
         manager = ConnectionManager(serviceID: serviceID, strategy: .pointToPoint, options: options)
-        log = EventLog(manager.events)
+        log = EventLog(manager.events, drainStreams: drainStreams)
         scratch.track(manager)
     }
 
