@@ -53,6 +53,13 @@ struct EnginePayloadLimitsTests {
         case .streamOverBudget:
             let feed = EndlessFeed()
             try await pair.discoverer.send(.stream(next: { await feed.next() }), to: "ADVR", id: 31)
+            // The receiving app reads its stream: an unread stream holds the sender back (back-pressure) instead
+            // of reaching the budget.
+            let event = try await pair.advertiserLog.wait {
+                if case .endpoint(.streamReceived(_, 31, _)) = $0 { true } else { false }
+            }
+            let stream = try #require({ if case .endpoint(.streamReceived(_, _, let s)) = event { s } else { nil } }())
+            Task { for try await _ in stream {} }
         }
         for (log, outgoing) in [(pair.advertiserLog, false), (pair.discovererLog, true)] {
             let event = try await log.wait(timeout: .seconds(60)) {
