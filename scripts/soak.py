@@ -12,7 +12,7 @@ namespace to a `nearby advertise` over the veth pair, each with one fault drawn 
   sender_cancel    SIGUSR1 to the sender (cancels its payloads in flight)
   receiver_cancel  SIGUSR1 to the long-lived advertiser
   link_cut         the veth taken down for keep-alive timeout + STOP_MARGIN, then up again
-  disk_full        the receive tmpfs filled so that the file cannot fit
+  disk_full        the receive tmpfs filled at a random point so that at most 256 kB stay free
 
 After each transfer it checks: every file under a final name in the receive directories has the SHA-256 of the
 file sent (so no corrupt and no partial file under a final name), no `.partial` file is left by a receiver that
@@ -64,6 +64,9 @@ def now():
     return time.monotonic()
 
 
+T0 = now()  # log lines carry seconds since the start of the soak
+
+
 class Proc:
     """A `nearby` process whose JSON lines are collected (with arrival times) by a reader thread."""
 
@@ -83,7 +86,7 @@ class Proc:
 
     def _read(self):
         for line in self.popen.stdout:
-            self.stdout_log.write(line)
+            self.stdout_log.write(f"{now() - T0:9.3f} {line}")
             self.stdout_log.flush()
             try:
                 event = json.loads(line)
@@ -93,8 +96,12 @@ class Proc:
             with self.cond:
                 self.events.append(event)
                 self.cond.notify_all()
+        self.popen.wait()
         with self.cond:
+            self.exit_time = now()  # within a few ms of the exit: stdout closes when the process ends
             self.cond.notify_all()
+
+    exit_time = None
 
     def wait_event(self, predicate, timeout, start=0):
         """The first event at index >= start matching predicate, or None after timeout (or once the process's
@@ -225,7 +232,7 @@ class Soak:
     # --- helpers ------------------------------------------------------------------------------------------
 
     def violation(self, index, kind, text):
-        line = f"#{index} {kind}: {text}"
+        line = f"#{index} {kind} (+{now() - T0:.1f} s): {text}"
         self.violations.append(line)
         print(f"soak: VIOLATION {line}", flush=True)
 
@@ -263,6 +270,22 @@ class Soak:
                 "--keep-alive-interval-ms", str(KEEP_ALIVE_INTERVAL_MS),
                 "--keep-alive-timeout-ms", str(KEEP_ALIVE_TIMEOUT_MS)] + VERBOSE
         return Proc(f"sender-{index}", argv, self.sender_cwd, self.logs)
+
+    def fill(self, path, leave):
+        """Fills the file system of `path` (a tmpfs) until `leave` bytes stay free."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            free = self.free_bytes(os.path.dirname(path))
+            if free > leave:
+                os.posix_fallocate(fd, 0, free - leave)
+        except OSError:
+            pass  # the receiver raced us to the last blocks: the disk is full either way
+        finally:
+            os.close(fd)
+
+    def log_fault(self, index, fault, point):
+        with open(os.path.join(self.work, "faults.log"), "a") as f:
+            f.write(f"{now() - T0:9.3f} #{index} {fault} at {point}\n")
 
     def free_bytes(self, directory):
         st = os.statvfs(directory)
@@ -303,27 +326,13 @@ class Soak:
         target = self.victim if fault == "receiver_kill" else self.main
         adv = target.proc
         adv_start = adv.count()
-        filler = None
-        if fault == "disk_full":
-            filler = os.path.join(target.receive_dir, "soak-filler")
-            leave = int(size * self.rng.uniform(0.05, 0.8))
-            with open(filler, "wb") as f:
-                f.truncate(0)
-                block = b"\0" * (1 << 20)
-                while self.free_bytes(target.receive_dir) > leave + len(block):
-                    f.write(block)
-                    f.flush()
-                while self.free_bytes(target.receive_dir) > leave:
-                    f.write(block[:4096])
-                    f.flush()
-                os.fsync(f.fileno())
+        filler = os.path.join(target.receive_dir, "soak-filler") if fault == "disk_full" else None
         t0 = now()
         sender = self.start_sender(index, path, target.port)
         point = "-"
         fault_time = None
         silent_window = None  # (start, end) of a stop or link cut
-        if fault in ("sender_kill", "receiver_kill", "sender_stop", "receiver_stop", "sender_cancel",
-                     "receiver_cancel", "link_cut"):
+        if fault != "none":
             # SIGUSR1 before `nearby` installed its handler would just terminate it: cancels wait for `connected`.
             point = self.wait_trigger(sender, size, setup_allowed=not fault.endswith("_cancel"))
             if point is None:
@@ -331,6 +340,7 @@ class Soak:
                 point = "missed (transfer over)"
             else:
                 fault_time = now()
+                self.log_fault(index, fault, point)
                 if fault == "sender_kill":
                     sender.signal(signal.SIGKILL)
                 elif fault == "receiver_kill":
@@ -339,6 +349,8 @@ class Soak:
                     sender.signal(signal.SIGUSR1)
                 elif fault == "receiver_cancel":
                     adv.signal(signal.SIGUSR1)
+                elif fault == "disk_full":
+                    self.fill(filler, self.rng.randint(0, 256 * 1024))
                 else:
                     victim_proc = {"sender_stop": sender, "receiver_stop": adv}.get(fault)
                     if victim_proc:
@@ -358,13 +370,17 @@ class Soak:
             sender.kill()
             rc = "hang"
         sender.reader.join(timeout=2)
-        sender_end = now()
+        sender_end = sender.exit_time or now()
+        # When the sender first reported a failure: an error on the connection, a failed payload, or its exit.
+        report = sender.wait_event(lambda e: (e.get("event") == "disconnected" and e.get("error"))
+                                   or e.get("status") in ("failure", "canceled"), 0)
+        sender_report = min(sender_end, report["_t"]) if report else sender_end
         sent = sender.wait_event(lambda e: e.get("event") == "payload_sent", 0)
         if fault == "receiver_kill" and fault_time is not None:
             target.proc.wait_exit(5)
         self.check(index, fault, point, target, adv, adv_start, sender, rc, sent, sha, size, fault_time,
-                   silent_window, sender_end, t0)
-        if filler:
+                   silent_window, sender_report, t0)
+        if filler and os.path.exists(filler):
             os.unlink(filler)
         if fault == "receiver_kill" or not target.proc.alive():
             if fault != "receiver_kill":
@@ -378,7 +394,7 @@ class Soak:
         self.sample(index, fault)
 
     def check(self, index, fault, point, target, adv, adv_start, sender, rc, sent, sha, size, fault_time,
-              silent_window, sender_end, t0):
+              silent_window, sender_report, t0):
         adv_alive = adv.alive()
         # 1. The advertiser's view: which endpoint, which payload, how did it end.
         ended = None
@@ -409,7 +425,7 @@ class Soak:
                 self.violation(index, fault, f"unexpected directory {name} in the receive dir")
                 shutil.rmtree(full)
                 continue
-            if re.fullmatch(r"\.nearby-\d+\.partial", name):
+            if re.fullmatch(r"\.nearby-.*\.partial", name):
                 if adv_alive:
                     self.violation(index, fault, f"partial file {name} left behind by a live receiver")
                     os.unlink(full)
@@ -442,8 +458,9 @@ class Soak:
         if sender_survivor and not delivered and rc == 0:
             # The sender's success means every byte was handed to the transport (no end-to-end acknowledgement
             # in the protocol, as in Google's default): allowed when it got there before the fault could reach it.
-            grace = {"receiver_kill": 0.5, "receiver_cancel": 0.5}.get(fault, KEEP_ALIVE_TIMEOUT_MS / 1000 + DETECT_SLACK)
-            if fault == "disk_full" or (fault_time is not None and sent and sent["_t"] <= fault_time + grace):
+            grace = {"receiver_kill": 0.5, "receiver_cancel": 0.5, "disk_full": 0.5}.get(
+                fault, KEEP_ALIVE_TIMEOUT_MS / 1000 + DETECT_SLACK)
+            if fault_time is not None and sent and sent["_t"] <= fault_time + grace:
                 self.sender_first += 1
             else:
                 self.violation(index, fault, "sender exited 0 long after the fault, but the file was not delivered")
@@ -469,16 +486,17 @@ class Soak:
         # A silent peer (stopped, or behind a cut link) must be noticed while it is silent.
         if silent_window:
             limit = silent_window[0] + KEEP_ALIVE_TIMEOUT_MS / 1000 + DETECT_SLACK
-            if fault in ("receiver_stop", "link_cut") and sender_end > limit and rc != "hang":
-                self.violation(index, fault, f"sender ran on {sender_end - silent_window[0]:.1f} s after its "
-                               f"receiver fell silent (rc {rc}): it did not notice within keep-alive timeout + "
-                               f"{DETECT_SLACK:.0f} s")
+            if fault in ("receiver_stop", "link_cut") and sender_report > limit and rc != "hang" \
+                    and not point.startswith("set-up"):
+                self.violation(index, fault, f"sender ran on {sender_report - silent_window[0]:.1f} s after its "
+                               f"receiver fell silent (rc {rc}) without reporting a failure: it did not notice "
+                               f"within keep-alive timeout + {DETECT_SLACK:.0f} s")
             if fault in ("sender_stop", "link_cut") and adv_alive and initiated:
                 up = adv.wait_event(lambda e: e.get("event") == "disconnected" and e.get("endpoint_id") in ids
                                     and e["_t"] < silent_window[0], 0, adv_start) is None
                 report = adv.wait_event(lambda e: e.get("event") == "disconnected" and e.get("endpoint_id") in ids,
                                         0, adv_start)
-                if up and (report is None or report["_t"] > limit):
+                if up and not point.startswith("set-up") and (report is None or report["_t"] > limit):
                     when = "never" if report is None else f"after {report['_t'] - silent_window[0]:.1f} s"
                     self.violation(index, fault, f"advertiser noticed the silent sender {when}")
         outcome = "delivered" if delivered else "not delivered"
