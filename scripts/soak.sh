@@ -3,7 +3,7 @@
 #
 # Fault soak (docs/HARDENING.md, "Fault soak"): COUNT file transfers between `nearby send` and a long-lived
 # `nearby advertise`, each with a random fault (SIGKILL of either side, SIGSTOP past the keep-alive timeout,
-# cancel from either side via SIGUSR1, the veth link taken down, the receiver's tmpfs full, or none), checked
+# cancel from either side via SIGUSR1, the veth link taken down, the receiver's tmpfs filled up mid-transfer, or none), checked
 # after each transfer: no corrupt or partial file under a final name, the surviving side reports the failure,
 # the long-lived advertiser's fd count and RSS stay flat. Exits non-zero on any violation; the last lines are a
 # summary with counts per fault kind and the advertiser's fd/RSS figures.
@@ -79,7 +79,7 @@ for _ in $(seq 1 50); do
 done
 
 mkdir -p "$work/inbox-main" "$work/inbox-victim"
-mount -n -t tmpfs -o size=64m,mode=0700 tmpfs "$work/inbox-main"
-mount -n -t tmpfs -o size=64m,mode=0700 tmpfs "$work/inbox-victim"
+mount -n -t tmpfs -o size=128m,mode=0700 tmpfs "$work/inbox-main"
+mount -n -t tmpfs -o size=128m,mode=0700 tmpfs "$work/inbox-victim"
 
 python3 "$repo_root/scripts/soak.py" "$count" "$nearby" "$work" "$peer_netns" nearby-lan0
