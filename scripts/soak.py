@@ -409,6 +409,16 @@ class Soak:
         finals = [e for e in updates if e.get("status") in ("success", "failure", "canceled")]
         received = [e for e in events if e.get("event") == "payload_received" and e.get("type") == "file"]
         delivered = any(e.get("sha256") == sha for e in received)
+        for who, stream in (("advertiser", updates), ("sender", [e for e in sender.snapshot()
+                                                               if e.get("event") == "transfer_update"])):
+            closed = {}
+            for e in stream:
+                if e.get("status") != "in_progress":
+                    closed[e.get("payload_id")] = e.get("status")
+                elif e.get("payload_id") in closed:
+                    self.violation(index, fault, f"{who} reported progress for payload {e.get('payload_id')} after "
+                                   f"its final status {closed[e.get('payload_id')]}")
+                    break
         if sent and sent.get("sha256") != sha:
             self.violation(index, fault, f"sender reported sha256 {sent.get('sha256')} for a file of {sha}")
         if received and not delivered:
