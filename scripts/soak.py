@@ -403,6 +403,13 @@ class Soak:
         if adv_alive and ids:
             ended = adv.wait_event(lambda e: e.get("event") in ("disconnected", "rejected")
                                    and e.get("endpoint_id") in ids, SETTLE_TIMEOUT, adv_start)
+            if ended is not None:
+                # The connection's end comes first; the final status of each payload it had under way (after its
+                # partial file was deleted) right after: wait for those before looking at the directory.
+                started = {e.get("payload_id") for e in adv.snapshot(adv_start) if e.get("event") == "transfer_update"}
+                for payload in started:
+                    adv.wait_event(lambda e: e.get("payload_id") == payload and e.get("event") == "transfer_update"
+                                   and e.get("status") != "in_progress", 2, adv_start)
         events = adv.snapshot(adv_start)
         initiated = [e for e in events if e.get("event") == "connection_initiated"]
         updates = [e for e in events if e.get("event") == "transfer_update"]
