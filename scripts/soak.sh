@@ -13,7 +13,7 @@
 # 10.77.0.1, so all transfer traffic crosses the veth pair and `ip link set nearby-lan0 down` really cuts it.
 # Receive directories are small tmpfs mounts (disk-full faults fill them).
 #
-# Environment: SOAK_SEED (replay a run's fault sequence and sizes), SOAK_BUILD=release|debug (default release),
+# Environment: SOAK_SEED (replay a run's fault sequence and sizes), SOAK_BUILD=debug|release (default debug: the build the test suite already made),
 # SOAK_NEARBY=/path/to/nearby (skip the build), SOAK_STRICT_STALE=0 (count, but do not fail on, .partial files
 # that survive an advertiser restart after a SIGKILL), SOAK_KEEP=1 (keep the work directory and logs).
 set -euo pipefail
@@ -29,7 +29,7 @@ fi
 if [[ "${NEARBY_TEST_NETNS:-}" != 1 ]]; then
     scripts/install-deps.sh
     if [[ -z "${SOAK_NEARBY:-}" ]]; then
-        configuration="${SOAK_BUILD:-release}"
+        configuration="${SOAK_BUILD:-debug}"
         swift build -c "$configuration" --product nearby >&2
         SOAK_NEARBY="$(swift build -c "$configuration" --show-bin-path)/nearby"
         export SOAK_NEARBY
@@ -38,7 +38,7 @@ if [[ "${NEARBY_TEST_NETNS:-}" != 1 ]]; then
 fi
 
 # --- inside the test network -----------------------------------------------------------------------------------
-nearby="${SOAK_NEARBY:-$(swift build -c "${SOAK_BUILD:-release}" --show-bin-path)/nearby}"
+nearby="${SOAK_NEARBY:-$(swift build -c "${SOAK_BUILD:-debug}" --show-bin-path)/nearby}"
 [[ -x "$nearby" ]] || { echo "soak: no nearby binary at $nearby" >&2; exit 1; }
 peer_netns=nearby-soak-peer
 work="$(mktemp -d "${TMPDIR:-/tmp}/nearby-soak.XXXXXX")"
