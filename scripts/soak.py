@@ -468,6 +468,9 @@ class Soak:
                 seconds = max(1e-3, sent["_t"] - connected["_t"])
                 self.throughput = 0.7 * self.throughput + 0.3 * (size / seconds)
 
+        # When the sender knew it was done: its `success` update (printed just before `payload_sent`).
+        success = sender.wait_event(lambda e: e.get("event") == "payload_sent" or e.get("status") == "success", 0)
+        done_at = success["_t"] if success and rc == 0 else None
         sender_survivor = fault in ("receiver_kill", "receiver_stop", "receiver_cancel", "link_cut", "disk_full")
         adv_survivor = fault in ("sender_kill", "sender_stop", "sender_cancel", "link_cut", "disk_full")
         if point.startswith("missed"):
@@ -477,7 +480,7 @@ class Soak:
             # in the protocol, as in Google's default): allowed when it got there before the fault could reach it.
             grace = {"receiver_kill": 0.5, "receiver_cancel": 0.5, "disk_full": 0.5}.get(
                 fault, KEEP_ALIVE_TIMEOUT_MS / 1000 + DETECT_SLACK)
-            if fault_time is not None and sent and sent["_t"] <= fault_time + grace:
+            if fault_time is not None and done_at is not None and done_at <= fault_time + grace:
                 self.sender_first += 1
             else:
                 self.violation(index, fault, "sender exited 0 long after the fault, but the file was not delivered")
@@ -496,7 +499,7 @@ class Soak:
         # A sender that was stopped and dropped must say so once it runs again, unless it had handed every byte to
         # the transport before the stop.
         if fault == "sender_stop" and fault_time is not None and not delivered and rc == 0:
-            if sent and sent["_t"] <= fault_time + 0.2:
+            if done_at is not None and done_at <= fault_time + 0.2:
                 self.sender_first += 1
             else:
                 self.violation(index, fault, "sender exited 0 after it was stopped and dropped; file not delivered")
