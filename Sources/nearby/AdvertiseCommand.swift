@@ -32,6 +32,8 @@ struct AdvertiseCommand: AsyncParsableCommand {
         let session = PeerSession(manager: manager, output: output, decision: accept ? .accept : .askOrReject, echo: echo)
         let subscription = manager.events
         let events = Task { for await event in subscription { await session.handle(event) } }
+        let cancelSignal = CancelSignal.install { await session.cancelInFlight() }
+        defer { cancelSignal.cancel() }
         let advertiser = Advertiser(connectionManager: manager)
         let sessions: [any AdvertisingSession]
         do {

@@ -19,6 +19,8 @@ actor PeerSession {
     private var outgoingResults: [PayloadID: TransferUpdate] = [:]
     private var waiters: [PayloadID: CheckedContinuation<TransferUpdate, Never>] = [:]
     private var stateWaiters: [(String, CheckedContinuation<ConnectionState, Never>)] = []
+    /// Payloads that started (registered outgoing, or with progress) and have not finished: what SIGUSR1 cancels.
+    private var inFlight: Set<PayloadID> = []
 
     init(manager: ConnectionManager, output: EventOutput, decision: Decision, echo: Bool = false) {
         self.manager = manager
@@ -97,6 +99,11 @@ actor PeerSession {
             }
         case .transferUpdate(let id, let payloadID, let update, _, let outgoing, let bytes, let total):
             output.transfer(endpointID: id, payloadID: payloadID, status: Self.status(update), bytes: bytes, total: total)
+            if update == .progress(completed: bytes, total: total) {
+                inFlight.insert(payloadID)
+            } else {
+                inFlight.remove(payloadID)
+            }
             if outgoing, update != .progress(completed: bytes, total: total) {
                 outgoingResults[payloadID] = update
                 waiters.removeValue(forKey: payloadID)?.resume(returning: update)
@@ -109,6 +116,15 @@ actor PeerSession {
     /// Remembers what a payload is, for its `payload_sent` line.
     func registerOutgoing(_ id: PayloadID, type: String, size: Int64, sha256: String) {
         sentDigests[id] = (type, size, sha256)
+        if outgoingResults[id] == nil { inFlight.insert(id) }
+    }
+
+    /// Cancels every payload in flight, in either direction (SIGUSR1).
+    func cancelInFlight() async {
+        for id in inFlight.sorted() {
+            output.event("cancel_requested", ["payload_id": id], human: "cancelling payload \(id)")
+            await manager.cancel(id)
+        }
     }
 
     /// Waits until an outgoing payload finishes.

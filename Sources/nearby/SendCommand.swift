@@ -60,6 +60,8 @@ struct SendCommand: AsyncParsableCommand {
         let session = PeerSession(manager: manager, output: output, decision: accept ? .accept : .askOrReject)
         let subscription = manager.events
         let events = Task { for await event in subscription { await session.handle(event) } }
+        let cancelSignal = CancelSignal.install { await session.cancelInFlight() }
+        defer { cancelSignal.cancel() }
         let discoverer = Discoverer(connectionManager: manager)
         defer { withExtendedLifetime(discoverer) {} }
         let ownInfo = Data(try info.bytes())

@@ -400,6 +400,9 @@ public actor EndpointSession {
 
     private func performPayloadActions(_ actions: [IncomingPayloadTracker.Action]) async {
         let endpoint = endpointIDValue ?? ""
+        // A file that failed here (its folder or a write) already reported `failure`: the rest of this batch
+        // (its chunk, its progress, its end) must not follow with more updates.
+        var failedHere: Set<PayloadID> = []
         for action in actions where !ended {
             switch action {
             case .bytesReceived(let id, let bytes):
@@ -411,16 +414,20 @@ public actor EndpointSession {
                     onEvent(.fileStarted(endpointID: endpoint, payloadID: id, name: name, totalBytes: total))
                 } catch {
                     logger.error("cannot receive file", metadata: ["payload_id": "\(id)", "error": "\(error)"])
+                    failedHere.insert(id)
                     await performPayloadActions(tracker.failLocally(id))
                 }
             case .fileChunk(let id, let data):
+                guard !failedHere.contains(id) else { continue }
                 do {
                     try files.write(id, data)
                 } catch {
                     logger.error("writing a received file failed", metadata: ["payload_id": "\(id)", "error": "\(error)"])
+                    failedHere.insert(id)
                     await performPayloadActions(tracker.failLocally(id))
                 }
             case .fileFinished(let id, let total):
+                guard !failedHere.contains(id) else { continue }
                 do {
                     let url = try files.finish(id, expectedSize: total)
                     let name = url.lastPathComponent
@@ -452,6 +459,7 @@ public actor EndpointSession {
             case .streamFinished(let id):
                 streams.removeValue(forKey: id)?.finish()
             case .update(let update):
+                guard !failedHere.contains(update.payloadID) else { continue }
                 onEvent(.transferUpdate(endpointID: endpoint, update: update, isOutgoing: false))
             case .discard(let id, let kind):
                 if kind == .file { files.discard(id) }
