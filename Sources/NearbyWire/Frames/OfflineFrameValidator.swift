@@ -175,8 +175,10 @@ public enum OfflineFrameValidator {
     }
 
     /// Whether peers refuse this address (4 or 16 bytes) in a Wi-Fi LAN upgrade path: it is loopback or link-local.
+    /// An address of any other length is refused too.
     public static func isRefusedUpgradeAddress(_ address: [UInt8]) -> Bool {
-        isLoopback(address) || isLinkLocal(address)
+        guard address.count == 4 || address.count == 16 else { return true }  // found by fuzzing: trapped on []
+        return isLoopback(address) || isLinkLocal(address)
     }
 
     static func isLoopback(_ address: [UInt8]) -> Bool {
