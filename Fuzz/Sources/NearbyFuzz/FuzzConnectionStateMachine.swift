@@ -17,13 +17,17 @@ func fuzzConnectionStateMachine(_ input: FuzzInput) {
     let handshake = control & 0x02 != 0
     let peerAccepts = control & 0x04 != 0
     var run = StateMachineRun(outgoing: outgoing, upgradeRole: control & 0x08 != 0 ? .initiator : .responder)
+    // The machines are values: the expensive prefixes (key generation, the handshake) run once per process and
+    // every input starts from a copy.
     if handshake {
-        guard run.handshake() else { return }
+        guard let prepared = outgoing ? PreparedMachines.outgoingHandshaken : PreparedMachines.incomingHandshaken
+        else { return }
+        run.machine = prepared
         if peerAccepts {
             run.apply(run.machine.receive(OfflineFrames.serialize(OfflineFrames.connectionResponse(accept: true))))
         }
     } else if outgoing {
-        run.apply(run.machine.start())
+        run.machine = PreparedMachines.outgoingStarted
     }
     var steps = 0
     while !input.isAtEnd, steps < 64 {
@@ -43,6 +47,22 @@ func fuzzConnectionStateMachine(_ input: FuzzInput) {
         }
     }
     _ = run.tracker.failAll()
+}
+
+/// Machines past their expensive first steps, made once per process.
+private enum PreparedMachines {
+    static let incomingHandshaken: ConnectionStateMachine? = handshaken(outgoing: false)
+    static let outgoingHandshaken: ConnectionStateMachine? = handshaken(outgoing: true)
+    static let outgoingStarted: ConnectionStateMachine = {
+        var run = StateMachineRun(outgoing: true, upgradeRole: .initiator)
+        _ = run.machine.start()
+        return run.machine
+    }()
+
+    static func handshaken(outgoing: Bool) -> ConnectionStateMachine? {
+        var run = StateMachineRun(outgoing: outgoing, upgradeRole: .initiator)
+        return run.handshake() ? run.machine : nil
+    }
 }
 
 private struct StateMachineRun {

@@ -13,12 +13,12 @@ import NearbyWire
 func fuzzSecureMessage(_ input: FuzzInput) {
     var input = input
     let mode = input.byte() % 4
-    var receiver = D2DSecureChannel(nextProtocolSecret: SecureMessageFuzzKeys.secret, role: .server)
+    var receiver = SecureMessageFuzzKeys.receiver  // a copy: key derivation runs once per process
     switch mode {
     case 0:
         _ = try? receiver.decode(input.rest())
     case 1:
-        var sender = D2DSecureChannel(nextProtocolSecret: SecureMessageFuzzKeys.secret, role: .client)
+        var sender = SecureMessageFuzzKeys.sender
         var count = 0
         while !input.isAtEnd, count < 8 {
             count += 1
@@ -46,7 +46,7 @@ func fuzzSecureMessage(_ input: FuzzInput) {
         let plaintext = input.rest()
         guard
             let ciphertext = try? CryptoPrimitives.aesCBCEncrypt(
-                key: SymmetricKey(data: SecureMessageFuzzKeys.keys.client.encryptionKey), iv: SecureMessageFuzzKeys.iv,
+                key: SecureMessageFuzzKeys.clientEncryptionKey, iv: SecureMessageFuzzKeys.iv,
                 plaintext: plaintext)
         else {
             fuzzCheck(false, "AES-CBC encryption failed")
@@ -65,6 +65,10 @@ func fuzzSecureMessage(_ input: FuzzInput) {
 enum SecureMessageFuzzKeys {
     static let secret = [UInt8](repeating: 0x5A, count: 32)
     static let keys = D2DKeys(nextProtocolSecret: secret)
+    static let sender = D2DSecureChannel(nextProtocolSecret: secret, role: .client)
+    static let receiver = D2DSecureChannel(nextProtocolSecret: secret, role: .server)
+    static let clientEncryptionKey = SymmetricKey(data: keys.client.encryptionKey)
+    static let clientSigningKey = SymmetricKey(data: keys.client.signingKey)
     static let iv = [UInt8](repeating: 0x42, count: 16)
     /// Header { 1: HMAC_SHA256, 2: AES_256_CBC, 5: iv, 6: public metadata (D2D, version 1) }, as a client writes it.
     static let standardHeader: [UInt8] =
@@ -74,7 +78,7 @@ enum SecureMessageFuzzKeys {
     /// SecureMessage { 1: headerAndBody, 2: HMAC-SHA256(client signing key, headerAndBody) }.
     static func sign(headerAndBody: [UInt8]) -> [UInt8] {
         let signature = HMAC<SHA256>.authenticationCode(
-            for: headerAndBody, using: SymmetricKey(data: keys.client.signingKey))
+            for: headerAndBody, using: clientSigningKey)
         var message: [UInt8] = []
         appendField(1, headerAndBody, to: &message)
         appendField(2, Array(signature), to: &message)
