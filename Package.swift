@@ -199,3 +199,21 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// libFuzzer targets (docs/FUZZING.md), only when scripts/fuzz.sh sets NEARBY_FUZZ, so the normal build, its
+// dependency graph and its products are unaffected. They live in this manifest rather than in a package of their own
+// so that they can reach internal decoders through `@testable import`.
+if Context.environment["NEARBY_FUZZ"] != nil {
+    package.targets.append(.target(name: "CNearbyFuzzMain", path: "Fuzz/Sources/CNearbyFuzzMain"))
+    package.targets.append(
+        .executableTarget(
+            name: "nearby-fuzz",
+            dependencies: [
+                "CNearbyFuzzMain",
+                "NearbyWire", "NearbySecurity", "NearbyCore", "NearbyBLE", "NearbyWiFiLAN", "NearbyMessages",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            path: "Fuzz/Sources/NearbyFuzz"
+        ))
+}
