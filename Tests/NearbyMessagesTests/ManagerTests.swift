@@ -35,12 +35,12 @@ final class FakeReportSource: AdvertisingReportSource {
         let collector = EventCollector()
         let collecting = collector.collect(subscription)
         defer { collecting.cancel() }
-        try await Task.sleep(for: .milliseconds(50))
+        #expect(await eventually { !source.settings.withLock { $0.isEmpty } })
+        // Ten sightings of each, back to back (no pauses, so none can be mistaken for a loss on a slow machine).
         let feeding = Task {
             for _ in 0..<10 {
                 source.continuation.yield(AdvertisingReport(address: "AA:BB", rssi: -65, data: hex(BeaconVectors.iBeacon)))
                 source.continuation.yield(AdvertisingReport(address: "CC:DD", rssi: -60, data: hex(BeaconVectors.uidFull)))
-                try? await Task.sleep(for: .milliseconds(100))
             }
         }
         #expect(await eventually { collector.events.filter { $0.kind == .found }.count == 2 })
@@ -65,9 +65,12 @@ final class FakeReportSource: AdvertisingReportSource {
         let manager = try testManager("beacons-late", beaconSource: source)
         let subscription = try await manager.subscribe(options: SubscribeOptions(
             beaconStrategy: BeaconStrategy(includeIBeacons: true, lostAfter: .seconds(3)), deviceTypes: .bleBeacons))
+        // A first listener tells when the sighting has been processed; the listener under test comes after that.
+        let first = EventCollector()
+        let firstCollecting = first.collect(subscription)
+        defer { firstCollecting.cancel() }
         source.continuation.yield(AdvertisingReport(address: "AA:BB", rssi: -65, data: hex(BeaconVectors.iBeacon)))
-        // Nobody listens yet; the sighting is processed meanwhile (well within the 3 s unseen time).
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(await eventually { first.events.count == 1 })
         let collector = EventCollector()
         let collecting = collector.collect(subscription)
         defer { collecting.cancel() }
@@ -88,11 +91,10 @@ final class FakeReportSource: AdvertisingReportSource {
         let collector = EventCollector()
         let collecting = collector.collect(subscription)
         defer { collecting.cancel() }
-        try await Task.sleep(for: .milliseconds(50))
         source.continuation.yield(AdvertisingReport(address: "AA", rssi: -65, data: hex(BeaconVectors.iBeacon)))
         source.continuation.yield(AdvertisingReport(address: "BB", rssi: -65, data: hex(BeaconVectors.uidFull)))
         #expect(await eventually { collector.found { $0.type == BeaconMessageType.eddystoneUID } })
-        try await Task.sleep(for: .milliseconds(200))
+        // Reports are handled in order: the iBeacon was decided before the Eddystone-UID was found.
         #expect(!collector.found { $0.type == BeaconMessageType.iBeaconID })
         await subscription.cancel()
     }
@@ -213,7 +215,7 @@ final class FakeReportSource: AdvertisingReportSource {
             for await event in try await manager.subscribe(options: options) { return event.message.type }
             return nil
         }
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(await eventually { !source.settings.withLock { $0.isEmpty } })
         source.continuation.yield(AdvertisingReport(address: "AA", rssi: -60, data: hex(BeaconVectors.uidFull)))
         #expect(try await first.value == BeaconMessageType.eddystoneUID)
 

@@ -43,7 +43,7 @@ public final class Publication: Sendable {
 
         // Subscribe to the events before advertising so no request is missed.
         let events = connections.events
-        let serving = Task {
+        let serving = Task { [logger] in
             for await event in events {
                 switch event {
                 case .connectionRequested(let id, let context, _, true):

@@ -38,6 +38,9 @@ public final class Subscription: AsyncSequence, Sendable {
     private let tasks = Mutex<[Task<Void, Never>]>([])
     private let owner: MessageManager
     private let connections = Mutex<(manager: ConnectionManager, discoverer: Discoverer)?>(nil)
+    /// The endpoints whose advertisement was handled (whether or not it passed the filter) and those handled as
+    /// gone, so a test knows every publication was considered before it checks what did not come through.
+    let handledEndpoints = Mutex<(found: Set<String>, lost: Set<String>)>(([], []))
 
     struct State: Sendable {
         var messages: FoundLostTracker<String, Message>
@@ -181,6 +184,13 @@ public final class Subscription: AsyncSequence, Sendable {
     // MARK: - Nearby devices
 
     private func handle(_ event: ConnectionEvent, manager: ConnectionManager, discoverer: Discoverer) async {
+        defer {
+            switch event {
+            case .endpointFound(let id, _, _): handledEndpoints.withLock { _ = $0.found.insert(id) }
+            case .endpointLost(let id): handledEndpoints.withLock { _ = $0.lost.insert(id) }
+            default: break
+            }
+        }
         switch event {
         case .endpointFound(let id, let context, _):
             guard let envelope = try? MessageEnvelope.decode(context) else {
