@@ -36,6 +36,13 @@ esac
 
 log() { printf 'sanitize: %s\n' "$*" >&2; }
 
+# Synchronization.Mutex is a futex on Linux that TSan cannot see: state under it is reported as racing. Shared
+# state uses NearbyCore.LockedValue (an NSLock) instead; fail early, with the reason, if a Mutex crept back in.
+if grep -rnE '\bMutex[<(]' Sources Tests --include='*.swift' >&2; then
+    log "use NearbyCore.LockedValue instead of Synchronization.Mutex (TSan cannot see Mutex; docs/SANITIZERS.md)"
+    exit 1
+fi
+
 scripts/install-deps.sh
 
 swift build --build-tests --sanitize="$sanitizer" --scratch-path "$scratch"

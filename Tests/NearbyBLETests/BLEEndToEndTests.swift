@@ -5,17 +5,16 @@ import NearbyCore
 import NearbyTestSupport
 import NearbyWiFiLAN
 import enum NearbyWire.PCP
-import Synchronization
 import Testing
 
 /// Every event a manager reported.
 final class EventLog: Sendable {
     private final class Storage: Sendable {
-        let events = Mutex<[ConnectionEvent]>([])
+        let events = LockedValue<[ConnectionEvent]>([])
     }
 
     private let storage = Storage()
-    private let task = Mutex<Task<Void, Never>?>(nil)
+    private let task = LockedValue<Task<Void, Never>?>(nil)
 
     init(_ stream: AsyncStream<ConnectionEvent>) {
         let storage = self.storage
@@ -266,7 +265,7 @@ struct BLEEndToEndTests {
 /// refuses them, a real TCP failure.
 final class RefusingUpgradeLAN: NearbyCore.Medium {
     let lan = WiFiLANMedium(logger: BLETestEnvironment.logger("refusing-lan"))
-    let refusals = Mutex(0)
+    let refusals = LockedValue(0)
     var kind: MediumKind { .wifiLAN }
     var supportsUpgradeListening: Bool { true }
 
@@ -306,7 +305,7 @@ final class RefusingUpgradeLAN: NearbyCore.Medium {
 /// Wi-Fi LAN whose upgrade listener (so the advertiser's upgrade offer) waits until the test opens the gate.
 final class GatedUpgradeLAN: NearbyCore.Medium {
     let lan = WiFiLANMedium(logger: BLETestEnvironment.logger("gated-lan"))
-    private let isOpen = Mutex(false)
+    private let isOpen = LockedValue(false)
     var kind: MediumKind { .wifiLAN }
     var supportsUpgradeListening: Bool { true }
 
@@ -344,8 +343,8 @@ final class GatedUpgradeLAN: NearbyCore.Medium {
 final class HeldStreamFeed: Sendable {
     private let contents: [UInt8]
     private let heldAfter: Int
-    private let offset = Mutex(0)
-    private let released = Mutex(false)
+    private let offset = LockedValue(0)
+    private let released = LockedValue(false)
 
     init(_ contents: [UInt8], heldAfter: Int) {
         self.contents = contents

@@ -2,7 +2,6 @@ import Foundation
 import NearbyCore
 import NearbyTestSupport
 import NearbyWire
-import Synchronization
 import Testing
 
 /// Bandwidth upgrade through the engine: two engines connect over an in-memory "BLE" medium and move to an
@@ -86,7 +85,7 @@ struct EngineUpgradeTests {
     func retriedUpgrade() async throws {
         var timeouts = EndpointSession.Timeouts()
         timeouts.upgradeRetry = .milliseconds(50)
-        let failures = Mutex(0)
+        let failures = LockedValue(0)
         let pair = EnginePair(timeouts: timeouts, upgradeBeforeConnecting: {
             let failed = failures.withLock { count -> Bool in
                 count += 1

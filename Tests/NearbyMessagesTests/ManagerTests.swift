@@ -2,7 +2,6 @@ import Foundation
 import NearbyCore
 import NearbyWiFiLAN
 import NearbyWire
-import Synchronization
 import Testing
 
 @testable import NearbyMessages
@@ -11,7 +10,7 @@ import Testing
 final class FakeReportSource: AdvertisingReportSource {
     let continuation: AsyncThrowingStream<AdvertisingReport, any Error>.Continuation
     let stream: AsyncThrowingStream<AdvertisingReport, any Error>
-    let settings = Mutex<[BeaconScanSettings]>([])
+    let settings = LockedValue<[BeaconScanSettings]>([])
 
     init() {
         (stream, continuation) = AsyncThrowingStream.makeStream()
@@ -30,7 +29,7 @@ final class FakeReportSource: AdvertisingReportSource {
         let manager = try testManager("beacons", beaconSource: source)
         let options = SubscribeOptions(
             beaconStrategy: BeaconStrategy(includeIBeacons: true, lostAfter: .seconds(1)), deviceTypes: .bleBeacons)
-        let found = Mutex<[Message]>([])
+        let found = LockedValue<[Message]>([])
         let subscription = try await manager.subscribe(options: options, onFound: { m in found.withLock { $0.append(m) } })
         let collector = EventCollector()
         let collecting = collector.collect(subscription)
@@ -102,7 +101,7 @@ final class FakeReportSource: AdvertisingReportSource {
     @Test("a scanner failure reaches the Bluetooth handler")
     func scannerFailure() async throws {
         let source = FakeReportSource()
-        let problems = Mutex<[NearbyError]>([])
+        let problems = LockedValue<[NearbyError]>([])
         let manager = try testManager("beacons-fail", beaconSource: source, onBluetoothProblem: { e in problems.withLock { $0.append(e) } })
         let subscription = try await manager.subscribe(options: SubscribeOptions(deviceTypes: .bleBeacons))
         source.continuation.finish(throwing: NearbyError(.bluetoothUnavailable, "HCI transport closed"))
@@ -114,7 +113,7 @@ final class FakeReportSource: AdvertisingReportSource {
 @Suite struct RadioProblemTests {
     @Test("a BLE strategy without an HCI transport fires the Bluetooth handler and fails with bluetoothUnavailable")
     func bluetoothMissing() async throws {
-        let problems = Mutex<[NearbyError]>([])
+        let problems = LockedValue<[NearbyError]>([])
         let manager = try testManager("ble-missing", onBluetoothProblem: { e in problems.withLock { $0.append(e) } })
         let strategy = MessageStrategy(mediums: .ble)
         let code = await nearbyErrorCode { _ = try await manager.subscribe(options: SubscribeOptions(strategy: strategy)) }
@@ -128,7 +127,7 @@ final class FakeReportSource: AdvertisingReportSource {
 
     @Test("a medium provider whose BLE transport cannot be opened fires the Bluetooth handler")
     func transportUnopenable() async throws {
-        let problems = Mutex<[NearbyError]>([])
+        let problems = LockedValue<[NearbyError]>([])
         let manager = try testManager(
             "ble-unopenable",
             mediums: { kind, _ in
@@ -143,7 +142,7 @@ final class FakeReportSource: AdvertisingReportSource {
 
     @Test("beacon scanning without a scanner fires the Bluetooth handler")
     func noScanner() async throws {
-        let problems = Mutex<[NearbyError]>([])
+        let problems = LockedValue<[NearbyError]>([])
         let manager = try testManager("no-scanner", onBluetoothProblem: { e in problems.withLock { $0.append(e) } })
         let code = await nearbyErrorCode { _ = try await manager.subscribe(options: SubscribeOptions(deviceTypes: .bleBeacons)) }
         #expect(code == .bluetoothUnavailable)
@@ -160,7 +159,7 @@ final class FakeReportSource: AdvertisingReportSource {
 
     @Test("subscribing without avahi-daemon fires the mDNS handler")
     func mdnsMissingSubscribe() async throws {
-        let problems = Mutex<[NearbyError]>([])
+        let problems = LockedValue<[NearbyError]>([])
         let manager = try testManager("no-avahi-sub", mediums: Self.noAvahi, onMDNSProblem: { e in problems.withLock { $0.append(e) } })
         let subscription = try await manager.subscribe(options: SubscribeOptions(strategy: MessageStrategy(mediums: .wifiLAN)))
         #expect(await eventually { problems.withLock { $0.first?.code == .mediumUnavailable } })
@@ -169,7 +168,7 @@ final class FakeReportSource: AdvertisingReportSource {
 
     @Test("publishing without avahi-daemon fires the mDNS handler")
     func mdnsMissingPublish() async throws {
-        let problems = Mutex<[NearbyError]>([])
+        let problems = LockedValue<[NearbyError]>([])
         let manager = try testManager("no-avahi-pub", mediums: Self.noAvahi, onMDNSProblem: { e in problems.withLock { $0.append(e) } })
         let publication = try await manager.publish(
             Message(text: "hello"), options: PublishOptions(strategy: MessageStrategy(mediums: .wifiLAN)))
@@ -182,7 +181,7 @@ final class FakeReportSource: AdvertisingReportSource {
     @Test("a publication stops when its TTL runs out and calls onExpired")
     func publicationTTL() async throws {
         let manager = try testManager("ttl-pub", mediums: RadioProblemTests.noAvahi)
-        let expired = Mutex(false)
+        let expired = LockedValue(false)
         let publication = try await manager.publish(
             Message(text: "brief"),
             options: PublishOptions(
@@ -194,7 +193,7 @@ final class FakeReportSource: AdvertisingReportSource {
     @Test("a subscription stops when its TTL runs out: onExpired, and its iterations end")
     func subscriptionTTL() async throws {
         let manager = try testManager("ttl-sub", beaconSource: FakeReportSource())
-        let expired = Mutex(false)
+        let expired = LockedValue(false)
         let subscription = try await manager.subscribe(
             options: SubscribeOptions(
                 deviceTypes: .bleBeacons, ttl: .milliseconds(300), onExpired: { expired.withLock { $0 = true } }))
@@ -247,7 +246,7 @@ final class FakeReportSource: AdvertisingReportSource {
         let directory = try temporaryDirectory("xdg").appendingPathComponent("swift-nearby")
         let store = ConsentStore(directory: directory)
         let other = ConsentStore(directory: directory)
-        let changes = Mutex<[Bool]>([])
+        let changes = LockedValue<[Bool]>([])
         store.addChangeHandler { granted in changes.withLock { $0.append(granted) } }
         #expect(!store.isGranted)
         try store.setGranted(true)
@@ -272,7 +271,7 @@ final class FakeReportSource: AdvertisingReportSource {
 
     @Test("without consent and with a denying request handler, publish fails and the consent handler fires")
     func denied() async throws {
-        let problems = Mutex<[NearbyError]>([])
+        let problems = LockedValue<[NearbyError]>([])
         let manager = MessageManager(
             serviceID: "consent", consent: ConsentStore(directory: try temporaryDirectory("deny")),
             permissionRequest: { .deny }, mediums: { _, _ in throw NearbyError(.mediumUnavailable, "unused") },
@@ -285,8 +284,8 @@ final class FakeReportSource: AdvertisingReportSource {
     @Test("a granting request handler persists consent and the change handler fires")
     func granted() async throws {
         let directory = try temporaryDirectory("grant")
-        let changes = Mutex<[Bool]>([])
-        let asked = Mutex(0)
+        let changes = LockedValue<[Bool]>([])
+        let asked = LockedValue(0)
         let manager = MessageManager(
             serviceID: "consent", consent: ConsentStore(directory: directory),
             permissionRequest: { asked.withLock { $0 += 1 }; return .grant },

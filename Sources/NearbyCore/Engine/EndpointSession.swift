@@ -3,11 +3,10 @@ import Foundation
 import Logging
 import NearbySecurity
 import NearbyWire
-import Synchronization
 
 /// Holds an endpoint's D2D context where both the reader and the writer can reach it.
 final class SecureContextBox: Sendable {
-    let context = Mutex<D2DSecureChannel?>(nil)
+    let context = LockedValue<D2DSecureChannel?>(nil)
     var isEnabled: Bool { context.withLock { $0 != nil } }
 }
 
@@ -86,7 +85,7 @@ public actor EndpointSession {
     var sendGateClosed = false
     var sendGateWaiters: [CheckedContinuation<Void, Never>] = []
     /// The chunk size of the current medium, read by payload senders.
-    nonisolated let chunkSize: Mutex<Int>
+    nonisolated let chunkSize: LockedValue<Int>
     private var tracker = IncomingPayloadTracker()
     private let files: ReceivedFileStore
     private var streams: [PayloadID: AsyncThrowingChannel<[UInt8], any Error>] = [:]
@@ -131,7 +130,7 @@ public actor EndpointSession {
         self.upgradeMediums = upgradeMediums
         self.autoUpgrade = autoUpgrade
         self.localEndpointID = localEndpointID
-        chunkSize = Mutex(channel.medium.maxTransmitPacketSize)
+        chunkSize = LockedValue(channel.medium.maxTransmitPacketSize)
         self.keepAlive = keepAlive
         files = ReceivedFileStore(directory: receiveDirectory)
         self.timeouts = timeouts

@@ -1,7 +1,6 @@
 import AsyncAlgorithms
 import NearbySecurity
 import NearbyWire
-import Synchronization
 
 /// The one writer of an endpoint's channel: frames are encrypted (when encryption is on) and written strictly in
 /// the order they were queued, so sequence numbers on the wire always count up by one.
@@ -33,15 +32,15 @@ final class OutboundFrameWriter: Sendable {
         case switchChannel(any EndpointChannel)
     }
 
-    private let channelBox: Mutex<any EndpointChannel>
+    private let channelBox: LockedValue<any EndpointChannel>
     private let queue = AsyncChannel<Item>()
     private let secure: SecureContextBox
-    private let lastWrite: Mutex<ContinuousClock.Instant>
+    private let lastWrite: LockedValue<ContinuousClock.Instant>
 
     init(channel: any EndpointChannel, secure: SecureContextBox) {
-        channelBox = Mutex(channel)
+        channelBox = LockedValue(channel)
         self.secure = secure
-        lastWrite = Mutex(.now)
+        lastWrite = LockedValue(.now)
     }
 
     /// When a frame was last written.

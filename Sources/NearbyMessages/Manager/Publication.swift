@@ -3,7 +3,6 @@ import Logging
 import NearbyConnections
 import NearbyCore
 import NearbyWire
-import Synchronization
 
 /// A message being published. Publishing stops when ``cancel()`` is called, when the object is released, or when
 /// the TTL runs out.
@@ -17,8 +16,8 @@ public final class Publication: Sendable {
 
     private let connections: ConnectionManager
     private let advertiser: Advertiser
-    private let tasks = Mutex<[Task<Void, Never>]>([])
-    private let stopped = Mutex(false)
+    private let tasks = LockedValue<[Task<Void, Never>]>([])
+    private let stopped = LockedValue(false)
 
     /// How long a subscriber may stay connected after it received the message.
     static let lingerLimit: Duration = .seconds(10)
