@@ -36,6 +36,10 @@ final class OutboundFrameWriter: Sendable {
     private let queue = AsyncChannel<Item>()
     private let secure: SecureContextBox
     private let lastWrite: LockedValue<ContinuousClock.Instant>
+    /// Taken by the producer before it queues an item and by the writer after it receives one: ThreadSanitizer does
+    /// not see the queue's continuation hand-off as ordering the producer's writes before the writer's reads, so
+    /// without this it reports each frame as racing (docs/SANITIZERS.md). One short lock per frame.
+    private let handOff = LockedValue(())
 
     init(channel: any EndpointChannel, secure: SecureContextBox) {
         channelBox = LockedValue(channel)
@@ -55,6 +59,7 @@ final class OutboundFrameWriter: Sendable {
         var ended = false
         var held: [Item]?
         for await item in queue {
+            handOff.withLock { _ in }
             if case .end = item {
                 ended = true
                 queue.finish()
@@ -113,6 +118,7 @@ final class OutboundFrameWriter: Sendable {
     /// Queues a frame; returns once the writer has taken it (after the previous frame was written). Frames
     /// queued after ``finish()`` are dropped.
     func enqueue(_ item: Item) async {
+        handOff.withLock { _ in }
         await queue.send(item)
     }
 
