@@ -1,6 +1,5 @@
 import Foundation
 import NearbyCore
-import Synchronization
 
 /// Advertises this device so discoverers of the same service can find it and request connections.
 public final class Advertiser: Sendable {

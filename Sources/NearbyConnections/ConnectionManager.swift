@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import NearbyCore
 import NearbyWire
-import Synchronization
 
 /// The entry point of swift-nearby: one per service ID and strategy. ``Advertiser`` and ``Discoverer`` work
 /// through it.
@@ -51,7 +50,7 @@ public final class ConnectionManager: Sendable {
         let overflow: EventOverflowWarning
     }
     private let state = LockedState(DelegateState())
-    private let router = Mutex<Task<Void, Never>?>(nil)
+    private let router = LockedValue<Task<Void, Never>?>(nil)
 
     struct DelegateState {
         weak var delegate: (any ConnectionManagerDelegate)?

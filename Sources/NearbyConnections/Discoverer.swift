@@ -1,6 +1,5 @@
 import Foundation
 import NearbyCore
-import Synchronization
 
 /// Finds advertisers of the same service and requests connections to them.
 public final class Discoverer: Sendable {

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import NearbyConnections
-import Synchronization
+import NearbyCore
 
 /// A logger that prints nothing below `.critical`: benchmarks measure the stack, not its logging.
 func quietLogger() -> Logger {
@@ -142,7 +142,7 @@ func percentile(_ values: [Double], _ p: Double) -> Double {
 func bounded<T: Sendable>(
     _ seconds: Double, _ what: String, _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-    let claimed = Mutex(false)
+    let claimed = LockedValue(false)
     let claim: @Sendable () -> Bool = { claimed.withLock { done in defer { done = true }; return !done } }
     return try await withCheckedThrowingContinuation { continuation in
         Task {
@@ -161,7 +161,7 @@ func bounded<T: Sendable>(
 }
 
 /// Counts calls that had to be abandoned (reported on stderr and in the figures' notes).
-let abandonedCalls = Mutex<[String: Int]>([:])
+let abandonedCalls = LockedValue<[String: Int]>([:])
 
 /// Disconnects and shuts a manager down, abandoning either call after 5 s.
 func closeQuietly(_ manager: ConnectionManager, _ tracker: Tracker, endpoint: EndpointID?) async {

@@ -10,9 +10,11 @@ enum Signals {
             let queue = DispatchQueue(label: "nearby.signals")
             let resumed = NSLock()
             nonisolated(unsafe) var done = false
-            nonisolated(unsafe) var sources: [DispatchSourceSignal] = []
-            for number in [SIGINT, SIGTERM] {
-                let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            // All sources exist before any runs: a handler reads the list while a signal may already be arriving
+            // (the list was once appended to after the first source was resumed, a data race TSan reported).
+            let numbers = [SIGINT, SIGTERM]
+            nonisolated(unsafe) let sources = numbers.map { DispatchSource.makeSignalSource(signal: $0, queue: queue) }
+            for (number, source) in zip(numbers, sources) {
                 source.setEventHandler {
                     resumed.lock()
                     defer { resumed.unlock() }
@@ -21,9 +23,8 @@ enum Signals {
                     sources.forEach { $0.cancel() }
                     continuation.resume(returning: number)
                 }
-                source.resume()
-                sources.append(source)
             }
+            sources.forEach { $0.resume() }
         }
     }
 }

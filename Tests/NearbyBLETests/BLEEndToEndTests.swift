@@ -5,17 +5,16 @@ import NearbyCore
 import NearbyTestSupport
 import NearbyWiFiLAN
 import enum NearbyWire.PCP
-import Synchronization
 import Testing
 
 /// Every event a manager reported.
 final class EventLog: Sendable {
     private final class Storage: Sendable {
-        let events = Mutex<[ConnectionEvent]>([])
+        let events = LockedValue<[ConnectionEvent]>([])
     }
 
     private let storage = Storage()
-    private let task = Mutex<Task<Void, Never>?>(nil)
+    private let task = LockedValue<Task<Void, Never>?>(nil)
 
     init(_ stream: AsyncStream<ConnectionEvent>) {
         let storage = self.storage
@@ -60,7 +59,7 @@ struct BLEEndToEndTests {
     }
 
     /// Discovery and a connection over BLE, bytes, then a file from the advertiser. With `upgrade`, both sides
-    /// also have Wi-Fi LAN (advertising and discovery stay on BLE): a file from the discoverer is started while
+    /// also have Wi-Fi LAN (advertising and discovery stay on BLE): a stream from the discoverer is started while
     /// the connection is still on BLE, the connection moves to Wi-Fi LAN under it, and a 20 MB file follows.
     func run(advertiserName: String, upgrade: Bool = false) async throws {
         let controllers = try await VirtualControllers.start(2)
@@ -68,8 +67,10 @@ struct BLEEndToEndTests {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-ble-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let (a, aLog, aMedium) = try manager(controllers, 0, directory: scratch, wifiLAN: upgrade)
+        let upgradeGate = upgrade ? GatedUpgradeLAN() : nil
+        let (a, aLog, aMedium) = try manager(controllers, 0, directory: scratch, wifiLAN: upgrade, lan: upgradeGate)
         let (b, bLog, bMedium) = try manager(controllers, 1, directory: scratch, wifiLAN: upgrade)
+        defer { upgradeGate?.open() }
         let advertiser = Advertiser(connectionManager: a)
         let sessions = try await advertiser.startAdvertising(using: Data(advertiserName.utf8), mediums: [.ble])
         #expect(sessions.count == 1)
@@ -106,28 +107,45 @@ struct BLEEndToEndTests {
             return nil
         }
 
-        var inFlight: (id: PayloadID, contents: Data)?
-        if upgrade {
-            // Started over BLE (about 8 s of L2CAP at the emulator's speed); the upgrade happens under it.
-            let contents = Data(patternBytes(1_000_000, seed: 11))
-            let source = scratch.appendingPathComponent("in-flight.bin")
-            try contents.write(to: source)
-            let id = try await b.sendResource(at: source, withName: "in-flight.bin", to: found)
-            inFlight = (id, contents)
+        var inFlight: (id: PayloadID, contents: Data, received: Task<[UInt8], any Error>)?
+        if upgrade, let upgradeGate {
+            // A stream the test feeds: its first quarter goes over BLE, the advertiser offers the upgrade only once
+            // the discoverer has sent some of it (the gate on its upgrade listener), and the rest is produced only
+            // after both sides moved to Wi-Fi LAN. So part of it provably crosses each medium, however busy the
+            // machine (a file could go entirely over BLE before, or entirely after, the upgrade).
+            let contents = patternBytes(1_000_000, seed: 11)
+            let feed = HeldStreamFeed(contents, heldAfter: 250_000)
+            let id = try await b.sendStream(to: found, next: feed.next)
+            let stream = try await aLog.wait("the stream at the advertiser") { event -> IncomingByteStream? in
+                if case .streamReceived(_, id, let stream) = event { return stream }
+                return nil
+            }
+            let received = Task {
+                var bytes: [UInt8] = []
+                for try await chunk in stream { bytes += chunk }
+                return bytes
+            }
+            _ = try await bLog.wait("the first bytes of the stream sent over BLE") { event -> Bool? in
+                if case .transferUpdate(_, id, .progress, _, true, let bytes, _) = event, bytes > 0 { return true }
+                return nil
+            }
+            upgradeGate.open()
             for log in [aLog, bLog] {
                 _ = try await log.wait("the move to Wi-Fi LAN", 60) { event -> Bool? in
                     if case .mediumChanged(_, .wifiLAN) = event { return true }
                     return nil
                 }
             }
-            // Part of the file went over BLE before the move.
+            feed.release()
+            inFlight = (id, Data(contents), received)
+            // Part of the stream went over BLE before the move, and not all of it.
             let events = bLog.all
             let moved = try #require(events.firstIndex { if case .mediumChanged = $0 { true } else { false } })
             let sentBefore = events[..<moved].compactMap { event -> Int64? in
                 if case .transferUpdate(_, id, .progress, _, true, let bytes, _) = event { return bytes }
                 return nil
             }.max() ?? 0
-            #expect(sentBefore > 0 && sentBefore < Int64(contents.count))
+            #expect(sentBefore > 0 && sentBefore <= 250_000)
         }
 
         let bytes = Data(patternBytes(3000, seed: 9))
@@ -150,11 +168,10 @@ struct BLEEndToEndTests {
         #expect(try Data(contentsOf: url) == fileContents)
 
         if let inFlight {
-            let received = try await aLog.wait("the file sent across the upgrade", 120) { event -> URL? in
-                if case .fileReceived(_, inFlight.id, let url, _) = event { return url }
-                return nil
+            let received = try await withTestTimeout(120, "the stream sent across the upgrade") {
+                try await inFlight.received.value
             }
-            #expect(try Data(contentsOf: received) == inFlight.contents)
+            #expect(Data(received) == inFlight.contents)
             let outcome = try await bLog.wait("the sender's outcome") { event -> TransferUpdate? in
                 guard case .transferUpdate(_, inFlight.id, let update, _, true, _, _) = event else { return nil }
                 if case .progress = update { return nil }
@@ -248,7 +265,7 @@ struct BLEEndToEndTests {
 /// refuses them, a real TCP failure.
 final class RefusingUpgradeLAN: NearbyCore.Medium {
     let lan = WiFiLANMedium(logger: BLETestEnvironment.logger("refusing-lan"))
-    let refusals = Mutex(0)
+    let refusals = LockedValue(0)
     var kind: MediumKind { .wifiLAN }
     var supportsUpgradeListening: Bool { true }
 
@@ -282,5 +299,70 @@ final class RefusingUpgradeLAN: NearbyCore.Medium {
             refusals.withLock { $0 += 1 }
             throw error
         }
+    }
+}
+
+/// Wi-Fi LAN whose upgrade listener (so the advertiser's upgrade offer) waits until the test opens the gate.
+final class GatedUpgradeLAN: NearbyCore.Medium {
+    let lan = WiFiLANMedium(logger: BLETestEnvironment.logger("gated-lan"))
+    private let isOpen = LockedValue(false)
+    var kind: MediumKind { .wifiLAN }
+    var supportsUpgradeListening: Bool { true }
+
+    /// Lets the upgrade listener start.
+    func open() { isOpen.withLock { $0 = true } }
+
+    func startAdvertising(
+        _ request: AdvertisingRequest, onIncoming: @escaping @Sendable (any EndpointChannel) -> Void
+    ) async throws -> any AdvertisingSession {
+        try await lan.startAdvertising(request, onIncoming: onIncoming)
+    }
+
+    func discover(serviceID: String, pcp: NearbyWire.PCP) -> AsyncThrowingStream<DiscoveryEvent, any Error> {
+        lan.discover(serviceID: serviceID, pcp: pcp)
+    }
+
+    func connect(to route: EndpointRoute) async throws -> any EndpointChannel {
+        try await lan.connect(to: route)
+    }
+
+    func startUpgradeListener(
+        onIncoming: @escaping @Sendable (any EndpointChannel) -> Void
+    ) async throws -> any UpgradeListener {
+        _ = try await eventually(within: 120, "the test to let the upgrade start") { isOpen.withLock { $0 } ? true : nil }
+        return try await lan.startUpgradeListener(onIncoming: onIncoming)
+    }
+
+    func connectForUpgrade(to path: UpgradePathInfo) async throws -> any EndpointChannel {
+        try await lan.connectForUpgrade(to: path)
+    }
+}
+
+/// The producer of an outgoing stream: `contents` in 16 KiB pieces, holding after `heldAfter` bytes until
+/// ``release()``.
+final class HeldStreamFeed: Sendable {
+    private let contents: [UInt8]
+    private let heldAfter: Int
+    private let offset = LockedValue(0)
+    private let released = LockedValue(false)
+
+    init(_ contents: [UInt8], heldAfter: Int) {
+        self.contents = contents
+        self.heldAfter = heldAfter
+    }
+
+    /// Lets the rest of the stream go.
+    func release() { released.withLock { $0 = true } }
+
+    /// The stream's `next`: the next piece, `nil` at the end.
+    @Sendable func next() async throws -> [UInt8]? {
+        let start = offset.withLock { $0 }
+        if start >= heldAfter {
+            _ = try await eventually(within: 120, "the test to release the stream") { released.withLock { $0 } ? true : nil }
+        }
+        guard start < contents.count else { return nil }
+        let end = min(start + 16_384, start < heldAfter ? heldAfter : contents.count)
+        offset.withLock { $0 = end }
+        return Array(contents[start..<end])
     }
 }

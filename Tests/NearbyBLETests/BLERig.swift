@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import NearbyBLE
 import NearbyTestSupport
-import Synchronization
+import NearbyCore
 
 #if canImport(Glibc)
 import Glibc
@@ -48,7 +48,7 @@ struct RigFailure: Error, CustomStringConvertible {
 final class RigProcess: Sendable {
     let pid: pid_t
     let outputPath: String
-    private let exit = Mutex<Int32?>(nil)
+    private let exit = LockedValue<Int32?>(nil)
 
     init(_ arguments: [String]) throws {
         outputPath = NSTemporaryDirectory() + "nearby-ble-\(UUID().uuidString.prefix(8)).log"

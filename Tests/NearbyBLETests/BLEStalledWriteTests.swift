@@ -2,7 +2,6 @@ import Foundation
 import NearbyCore
 import NearbyTestSupport
 import NearbyWire
-import Synchronization
 import Testing
 
 @testable import NearbyBLE
@@ -36,7 +35,7 @@ struct BLEStalledWriteTests {
         var timeouts = EndpointSession.Timeouts()
         // Far beyond the write deadline, so that only the write deadline can end the session.
         timeouts.handshake = .seconds(120)
-        let failure = Mutex<NearbyError?>(nil)
+        let failure = LockedValue<NearbyError?>(nil)
         let session = EndpointSession(
             channel: BLEEndpointChannel(channel: channel),
             machine: .outgoing(

@@ -3,7 +3,7 @@ import NearbyBLE
 import NearbyMessages
 import NearbyTestSupport
 import NearbyWire
-import Synchronization
+import NearbyCore
 import Testing
 
 /// Beacon subscriptions over a Bumble virtual controller: Bumble hosts advertise Eddystone UID, URL and TLM and an
@@ -34,7 +34,7 @@ struct BeaconScanTests {
         }
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-beacons-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let problems = Mutex<[String]>([])
+        let problems = LockedValue<[String]>([])
         let manager = MessageManager(
             serviceID: "beacons", logger: BLETestEnvironment.logger("beacons"), consent: ConsentStore(directory: scratch),
             permissionRequest: { .grantForThisRun },
@@ -42,7 +42,7 @@ struct BeaconScanTests {
             onBluetoothProblem: { problem in problems.withLock { $0.append(problem.message) } })
         let subscription = try await manager.subscribe(options: SubscribeOptions(
             beaconStrategy: BeaconStrategy(includeIBeacons: true, lostAfter: .seconds(2)), deviceTypes: .bleBeacons))
-        let events = Mutex<[MessageEvent]>([])
+        let events = LockedValue<[MessageEvent]>([])
         let collecting = Task { for await event in subscription { events.withLock { $0.append(event) } } }
         defer { collecting.cancel() }
 

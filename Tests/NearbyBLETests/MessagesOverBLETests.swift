@@ -2,7 +2,7 @@ import Foundation
 import NearbyBLE
 import NearbyMessages
 import NearbyTestSupport
-import Synchronization
+import NearbyCore
 import Testing
 
 /// Nearby Messages with the BLE medium only: a publication on one virtual controller is found by a subscription on
@@ -29,7 +29,7 @@ struct MessagesOverBLETests {
         let message = Message(text: "over the air", namespace: "chat", type: "line")
         let publication = try await publisher.publish(message, options: PublishOptions(strategy: bleOnly))
         let subscription = try await subscriber.subscribe(options: SubscribeOptions(strategy: bleOnly))
-        let events = Mutex<[MessageEvent]>([])
+        let events = LockedValue<[MessageEvent]>([])
         let collecting = Task { for await event in subscription { events.withLock { $0.append(event) } } }
         defer { collecting.cancel() }
         let found = try await eventually(within: 30, "the message found over BLE") {

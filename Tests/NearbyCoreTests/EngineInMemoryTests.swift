@@ -26,7 +26,7 @@ struct EngineInMemoryTests {
         try await pair.discoverer.send(.bytes(message), to: "ADVR", id: 11)
         guard case .endpoint(.bytesReceived(_, 11, let received)) = try await pair.advertiserLog.wait({
             if case .endpoint(.bytesReceived(_, 11, _)) = $0 { true } else { false }
-        }) else { return }
+        }) else { Issue.record("not the bytes event"); return }
         #expect(received == message)
 
         let source = pair.receiveDirectory.appendingPathComponent("source.bin")
@@ -35,7 +35,7 @@ struct EngineInMemoryTests {
         try await pair.discoverer.send(.file(source, name: "copy.bin", parentFolder: ""), to: "ADVR", id: 12)
         guard case .endpoint(.fileReceived(_, 12, let url, _)) = try await pair.advertiserLog.wait({
             if case .endpoint(.fileReceived(_, 12, _, _)) = $0 { true } else { false }
-        }) else { return }
+        }) else { Issue.record("not the file event"); return }
         #expect(try Data(contentsOf: url) == content)
         #expect(url.lastPathComponent == "copy.bin")
         let updates = await pair.advertiserLog.updates(12, outgoing: false)
@@ -48,7 +48,7 @@ struct EngineInMemoryTests {
         try await pair.advertiser.send(.stream(next: { await feed.next() }), to: "DISC", id: 13)
         guard case .endpoint(.streamReceived(_, 13, let stream)) = try await pair.discovererLog.wait({
             if case .endpoint(.streamReceived(_, 13, _)) = $0 { true } else { false }
-        }) else { return }
+        }) else { Issue.record("not the stream event"); return }
         var streamed: [UInt8] = []
         for try await chunk in stream { streamed += chunk }
         #expect(streamed == chunks.flatMap { $0 })
@@ -96,7 +96,7 @@ struct EngineInMemoryTests {
             let event = try await log.wait {
                 if case .endpoint(.transferUpdate(_, let u, outgoing)) = $0 { u.payloadID == 21 && isFinal(u.status) } else { false }
             }
-            guard case .endpoint(.transferUpdate(_, let update, _)) = event else { return }
+            guard case .endpoint(.transferUpdate(_, let update, _)) = event else { Issue.record("\(event)"); return }
             #expect(update.status == .canceled)
         }
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: pair.receiveDirectory.path)
@@ -112,7 +112,7 @@ struct EngineInMemoryTests {
         let event = try await pair.advertiserLog.wait {
             if case .endpoint(.disconnected) = $0 { true } else { false }
         }
-        guard case .endpoint(.disconnected(_, let error)) = event else { return }
+        guard case .endpoint(.disconnected(_, let error)) = event else { Issue.record("\(event)"); return }
         #expect(error?.code == .timeout)
     }
 
@@ -123,7 +123,7 @@ struct EngineInMemoryTests {
         await pair.discoverer.disconnect(from: "ADVR")
         guard case .endpoint(.disconnected(_, let error)) = try await pair.advertiserLog.wait({
             if case .endpoint(.disconnected) = $0 { true } else { false }
-        }) else { return }
+        }) else { Issue.record("not the disconnected event"); return }
         #expect(error == nil)
     }
 

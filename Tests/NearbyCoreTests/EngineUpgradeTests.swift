@@ -2,7 +2,6 @@ import Foundation
 import NearbyCore
 import NearbyTestSupport
 import NearbyWire
-import Synchronization
 import Testing
 
 /// Bandwidth upgrade through the engine: two engines connect over an in-memory "BLE" medium and move to an
@@ -30,7 +29,9 @@ struct EngineUpgradeTests {
         #expect(await pair.advertiserLog.events.contains(where: Self.isMediumChange) == false)
         await latch.open()
         for log in [pair.advertiserLog, pair.discovererLog] {
-            guard case .endpoint(.mediumChanged(_, let medium)) = try await log.wait(Self.isMediumChange) else { return }
+            guard case .endpoint(.mediumChanged(_, let medium)) = try await log.wait(Self.isMediumChange) else {
+                Issue.record("not a medium change"); return
+            }
             #expect(medium == .wifiLAN)
         }
         await fromDiscoverer.finish(after: 300_000)
@@ -84,7 +85,7 @@ struct EngineUpgradeTests {
     func retriedUpgrade() async throws {
         var timeouts = EndpointSession.Timeouts()
         timeouts.upgradeRetry = .milliseconds(50)
-        let failures = Mutex(0)
+        let failures = LockedValue(0)
         let pair = EnginePair(timeouts: timeouts, upgradeBeforeConnecting: {
             let failed = failures.withLock { count -> Bool in
                 count += 1
@@ -118,7 +119,7 @@ struct EngineUpgradeTests {
         for log in [pair.advertiserLog, pair.discovererLog] {
             guard case .endpoint(.disconnected(_, let error)) = try await log.wait({
                 if case .endpoint(.disconnected) = $0 { true } else { false }
-            }) else { return }
+            }) else { Issue.record("not the disconnected event"); return }
             errors.append(error)
         }
         #expect(errors.contains { $0?.code == .timeout && $0?.message.contains("bandwidth upgrade") == true })
@@ -224,6 +225,9 @@ struct EngineUpgradeTests {
     func unansweredOffer() async throws {
         var timeouts = EndpointSession.Timeouts()
         timeouts.upgradeChannel = .milliseconds(300)
+        // No second offer during the test, however slow the machine: the connection must stay where it is.
+        timeouts.upgradeRetry = .seconds(3600)
+        timeouts.upgradeRetryMax = .seconds(3600)
         let latch = Latch()
         let pair = EnginePair(timeouts: timeouts, upgradeBeforeConnecting: { await latch.wait() })
         _ = try await pair.connect()
@@ -234,9 +238,13 @@ struct EngineUpgradeTests {
         await latch.open()
         try await pair.advertiser.send(.bytes(Array("still".utf8)), to: "DISC", id: 51)
         _ = try await pair.discovererLog.wait { if case .endpoint(.bytesReceived(_, 51, _)) = $0 { true } else { false } }
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(await pair.discovererLog.events.contains(where: Self.isMediumChange) == false)
         #expect(await pair.discoverer.connectedEndpoints() == ["ADVR"])
+        // The connection never moved: each side's events, up to the end of the connection, hold no medium change.
+        await pair.discoverer.disconnect(from: "ADVR")
+        for log in [pair.advertiserLog, pair.discovererLog] {
+            _ = try await log.wait { if case .endpoint(.disconnected) = $0 { true } else { false } }
+            #expect(await log.events.contains(where: Self.isMediumChange) == false)
+        }
         await pair.discoverer.shutdown()
         await pair.advertiser.shutdown()
     }

@@ -2,7 +2,6 @@ import Foundation
 import Glibc
 @testable import NearbyCore
 import NearbyWire
-import Synchronization
 import Testing
 
 /// The file store against a receive directory an attacker prepared: symbolic links where folders, final names and
@@ -184,7 +183,7 @@ struct ReceivedFileStoreTests {
         let layout = try Layout()
         defer { layout.remove() }
         // A file system with 1,000 bytes above the floor, that shrinks as bytes are written.
-        let written = Mutex<Int64>(0)
+        let written = LockedValue<Int64>(0)
         let store = ReceivedFileStore(
             directory: layout.inbox, minimumFreeSpace: 5_000,
             availableSpace: { _ in 6_000 - written.withLock { $0 } })

@@ -2,7 +2,6 @@ import Foundation
 import NearbyConnections
 import NearbyCore
 import NearbyTestSupport
-import Synchronization
 import Testing
 
 extension WiFiLANIntegration {
@@ -32,7 +31,7 @@ extension WiFiLANIntegration {
                 try await receiver.advertise("receiver", scratch)
                 let pair = try await ConnectedPair.connect(advertiser: receiver, discoverer: sender, scratch)
 
-                let produced = Mutex(0)
+                let produced = LockedValue(0)
                 let pieces = (0..<16).map { index in
                     [UInt8]((0..<Self.piece).map { Self.expected(index * Self.piece + $0) })
                 }

@@ -64,7 +64,9 @@ import Testing
         #expect(telemetry.advertisingCount == 256)
         #expect(telemetry.uptimeTenths == 10000)
         #expect(telemetry.uptimeSeconds == 1000)
-        guard case .eddystoneTLM(let negative) = try decodeOne(BeaconVectors.tlmNegative) else { return }
+        guard case .eddystoneTLM(let negative) = try decodeOne(BeaconVectors.tlmNegative) else {
+            Issue.record("not TLM"); return
+        }
         #expect(negative.temperatureCelsius == -0.5)
         let unsupported = EddystoneTelemetry(batteryMillivolts: 0, rawTemperature: Int16.min, advertisingCount: 0, uptimeTenths: 0)
         #expect(unsupported.temperatureCelsius == nil)

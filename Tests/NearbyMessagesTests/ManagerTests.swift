@@ -2,7 +2,6 @@ import Foundation
 import NearbyCore
 import NearbyWiFiLAN
 import NearbyWire
-import Synchronization
 import Testing
 
 @testable import NearbyMessages
@@ -11,7 +10,7 @@ import Testing
 final class FakeReportSource: AdvertisingReportSource {
     let continuation: AsyncThrowingStream<AdvertisingReport, any Error>.Continuation
     let stream: AsyncThrowingStream<AdvertisingReport, any Error>
-    let settings = Mutex<[BeaconScanSettings]>([])
+    let settings = LockedValue<[BeaconScanSettings]>([])
 
     init() {
         (stream, continuation) = AsyncThrowingStream.makeStream()
@@ -30,17 +29,17 @@ final class FakeReportSource: AdvertisingReportSource {
         let manager = try testManager("beacons", beaconSource: source)
         let options = SubscribeOptions(
             beaconStrategy: BeaconStrategy(includeIBeacons: true, lostAfter: .seconds(1)), deviceTypes: .bleBeacons)
-        let found = Mutex<[Message]>([])
+        let found = LockedValue<[Message]>([])
         let subscription = try await manager.subscribe(options: options, onFound: { m in found.withLock { $0.append(m) } })
         let collector = EventCollector()
         let collecting = collector.collect(subscription)
         defer { collecting.cancel() }
-        try await Task.sleep(for: .milliseconds(50))
+        #expect(await eventually { !source.settings.withLock { $0.isEmpty } })
+        // Ten sightings of each, back to back (no pauses, so none can be mistaken for a loss on a slow machine).
         let feeding = Task {
             for _ in 0..<10 {
                 source.continuation.yield(AdvertisingReport(address: "AA:BB", rssi: -65, data: hex(BeaconVectors.iBeacon)))
                 source.continuation.yield(AdvertisingReport(address: "CC:DD", rssi: -60, data: hex(BeaconVectors.uidFull)))
-                try? await Task.sleep(for: .milliseconds(100))
             }
         }
         #expect(await eventually { collector.events.filter { $0.kind == .found }.count == 2 })
@@ -65,9 +64,12 @@ final class FakeReportSource: AdvertisingReportSource {
         let manager = try testManager("beacons-late", beaconSource: source)
         let subscription = try await manager.subscribe(options: SubscribeOptions(
             beaconStrategy: BeaconStrategy(includeIBeacons: true, lostAfter: .seconds(3)), deviceTypes: .bleBeacons))
+        // A first listener tells when the sighting has been processed; the listener under test comes after that.
+        let first = EventCollector()
+        let firstCollecting = first.collect(subscription)
+        defer { firstCollecting.cancel() }
         source.continuation.yield(AdvertisingReport(address: "AA:BB", rssi: -65, data: hex(BeaconVectors.iBeacon)))
-        // Nobody listens yet; the sighting is processed meanwhile (well within the 3 s unseen time).
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(await eventually { first.events.count == 1 })
         let collector = EventCollector()
         let collecting = collector.collect(subscription)
         defer { collecting.cancel() }
@@ -88,11 +90,10 @@ final class FakeReportSource: AdvertisingReportSource {
         let collector = EventCollector()
         let collecting = collector.collect(subscription)
         defer { collecting.cancel() }
-        try await Task.sleep(for: .milliseconds(50))
         source.continuation.yield(AdvertisingReport(address: "AA", rssi: -65, data: hex(BeaconVectors.iBeacon)))
         source.continuation.yield(AdvertisingReport(address: "BB", rssi: -65, data: hex(BeaconVectors.uidFull)))
         #expect(await eventually { collector.found { $0.type == BeaconMessageType.eddystoneUID } })
-        try await Task.sleep(for: .milliseconds(200))
+        // Reports are handled in order: the iBeacon was decided before the Eddystone-UID was found.
         #expect(!collector.found { $0.type == BeaconMessageType.iBeaconID })
         await subscription.cancel()
     }
@@ -100,7 +101,7 @@ final class FakeReportSource: AdvertisingReportSource {
     @Test("a scanner failure reaches the Bluetooth handler")
     func scannerFailure() async throws {
         let source = FakeReportSource()
-        let problems = Mutex<[NearbyError]>([])
+        let problems = LockedValue<[NearbyError]>([])
         let manager = try testManager("beacons-fail", beaconSource: source, onBluetoothProblem: { e in problems.withLock { $0.append(e) } })
         let subscription = try await manager.subscribe(options: SubscribeOptions(deviceTypes: .bleBeacons))
         source.continuation.finish(throwing: NearbyError(.bluetoothUnavailable, "HCI transport closed"))
@@ -112,7 +113,7 @@ final class FakeReportSource: AdvertisingReportSource {
 @Suite struct RadioProblemTests {
     @Test("a BLE strategy without an HCI transport fires the Bluetooth handler and fails with bluetoothUnavailable")
     func bluetoothMissing() async throws {
-        let problems = Mutex<[NearbyError]>([])
+        let problems = LockedValue<[NearbyError]>([])
         let manager = try testManager("ble-missing", onBluetoothProblem: { e in problems.withLock { $0.append(e) } })
         let strategy = MessageStrategy(mediums: .ble)
         let code = await nearbyErrorCode { _ = try await manager.subscribe(options: SubscribeOptions(strategy: strategy)) }
@@ -126,7 +127,7 @@ final class FakeReportSource: AdvertisingReportSource {
 
     @Test("a medium provider whose BLE transport cannot be opened fires the Bluetooth handler")
     func transportUnopenable() async throws {
-        let problems = Mutex<[NearbyError]>([])
+        let problems = LockedValue<[NearbyError]>([])
         let manager = try testManager(
             "ble-unopenable",
             mediums: { kind, _ in
@@ -141,7 +142,7 @@ final class FakeReportSource: AdvertisingReportSource {
 
     @Test("beacon scanning without a scanner fires the Bluetooth handler")
     func noScanner() async throws {
-        let problems = Mutex<[NearbyError]>([])
+        let problems = LockedValue<[NearbyError]>([])
         let manager = try testManager("no-scanner", onBluetoothProblem: { e in problems.withLock { $0.append(e) } })
         let code = await nearbyErrorCode { _ = try await manager.subscribe(options: SubscribeOptions(deviceTypes: .bleBeacons)) }
         #expect(code == .bluetoothUnavailable)
@@ -158,7 +159,7 @@ final class FakeReportSource: AdvertisingReportSource {
 
     @Test("subscribing without avahi-daemon fires the mDNS handler")
     func mdnsMissingSubscribe() async throws {
-        let problems = Mutex<[NearbyError]>([])
+        let problems = LockedValue<[NearbyError]>([])
         let manager = try testManager("no-avahi-sub", mediums: Self.noAvahi, onMDNSProblem: { e in problems.withLock { $0.append(e) } })
         let subscription = try await manager.subscribe(options: SubscribeOptions(strategy: MessageStrategy(mediums: .wifiLAN)))
         #expect(await eventually { problems.withLock { $0.first?.code == .mediumUnavailable } })
@@ -167,7 +168,7 @@ final class FakeReportSource: AdvertisingReportSource {
 
     @Test("publishing without avahi-daemon fires the mDNS handler")
     func mdnsMissingPublish() async throws {
-        let problems = Mutex<[NearbyError]>([])
+        let problems = LockedValue<[NearbyError]>([])
         let manager = try testManager("no-avahi-pub", mediums: Self.noAvahi, onMDNSProblem: { e in problems.withLock { $0.append(e) } })
         let publication = try await manager.publish(
             Message(text: "hello"), options: PublishOptions(strategy: MessageStrategy(mediums: .wifiLAN)))
@@ -180,7 +181,7 @@ final class FakeReportSource: AdvertisingReportSource {
     @Test("a publication stops when its TTL runs out and calls onExpired")
     func publicationTTL() async throws {
         let manager = try testManager("ttl-pub", mediums: RadioProblemTests.noAvahi)
-        let expired = Mutex(false)
+        let expired = LockedValue(false)
         let publication = try await manager.publish(
             Message(text: "brief"),
             options: PublishOptions(
@@ -192,7 +193,7 @@ final class FakeReportSource: AdvertisingReportSource {
     @Test("a subscription stops when its TTL runs out: onExpired, and its iterations end")
     func subscriptionTTL() async throws {
         let manager = try testManager("ttl-sub", beaconSource: FakeReportSource())
-        let expired = Mutex(false)
+        let expired = LockedValue(false)
         let subscription = try await manager.subscribe(
             options: SubscribeOptions(
                 deviceTypes: .bleBeacons, ttl: .milliseconds(300), onExpired: { expired.withLock { $0 = true } }))
@@ -213,7 +214,7 @@ final class FakeReportSource: AdvertisingReportSource {
             for await event in try await manager.subscribe(options: options) { return event.message.type }
             return nil
         }
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(await eventually { !source.settings.withLock { $0.isEmpty } })
         source.continuation.yield(AdvertisingReport(address: "AA", rssi: -60, data: hex(BeaconVectors.uidFull)))
         #expect(try await first.value == BeaconMessageType.eddystoneUID)
 
@@ -245,7 +246,7 @@ final class FakeReportSource: AdvertisingReportSource {
         let directory = try temporaryDirectory("xdg").appendingPathComponent("swift-nearby")
         let store = ConsentStore(directory: directory)
         let other = ConsentStore(directory: directory)
-        let changes = Mutex<[Bool]>([])
+        let changes = LockedValue<[Bool]>([])
         store.addChangeHandler { granted in changes.withLock { $0.append(granted) } }
         #expect(!store.isGranted)
         try store.setGranted(true)
@@ -270,7 +271,7 @@ final class FakeReportSource: AdvertisingReportSource {
 
     @Test("without consent and with a denying request handler, publish fails and the consent handler fires")
     func denied() async throws {
-        let problems = Mutex<[NearbyError]>([])
+        let problems = LockedValue<[NearbyError]>([])
         let manager = MessageManager(
             serviceID: "consent", consent: ConsentStore(directory: try temporaryDirectory("deny")),
             permissionRequest: { .deny }, mediums: { _, _ in throw NearbyError(.mediumUnavailable, "unused") },
@@ -283,8 +284,8 @@ final class FakeReportSource: AdvertisingReportSource {
     @Test("a granting request handler persists consent and the change handler fires")
     func granted() async throws {
         let directory = try temporaryDirectory("grant")
-        let changes = Mutex<[Bool]>([])
-        let asked = Mutex(0)
+        let changes = LockedValue<[Bool]>([])
+        let asked = LockedValue(0)
         let manager = MessageManager(
             serviceID: "consent", consent: ConsentStore(directory: directory),
             permissionRequest: { asked.withLock { $0 += 1 }; return .grant },

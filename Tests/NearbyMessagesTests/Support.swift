@@ -40,7 +40,7 @@ func eventually(_ seconds: Double = 30, _ condition: @Sendable () -> Bool) async
 
 /// Collects what a subscription delivers.
 final class EventCollector: Sendable {
-    private let storage = Mutex<[MessageEvent]>([])
+    private let storage = LockedValue<[MessageEvent]>([])
     var events: [MessageEvent] { storage.withLock { $0 } }
     func append(_ event: MessageEvent) { storage.withLock { $0.append(event) } }
 
@@ -54,7 +54,7 @@ final class EventCollector: Sendable {
     }
 }
 
-import Synchronization
+import NearbyCore
 
 /// A manager that needs no consent prompt, with its consent file in a temporary directory.
 func testManager(

@@ -61,12 +61,15 @@ struct WiFiLANMessagesTests {
                 try await publisher.publish(wanted, options: options),
             ]
             #expect(await eventually(60) { collector.found { $0 == wanted } })
-            // Give the other three advertisements time to be seen too, then check nothing else came through.
-            try await Task.sleep(for: .seconds(3))
+            // Once the subscription has handled all four advertisements, check that nothing else came through.
+            #expect(await eventually(60) { subscription.handledEndpoints.withLock { $0.found.count } >= 4 })
+            #expect(subscription.foundMessages == [wanted])
             #expect(collector.events.allSatisfy { $0.message == wanted }, "\(collector.events)")
             #expect(collector.events.filter { $0.kind == .found }.count == 1, "\(collector.events)")
             await publications[2].cancel()
-            try await Task.sleep(for: .seconds(3))
+            // Handled as gone (with the default lostAfter of zero a loss would be reported right then): not lost.
+            #expect(await eventually(60) { subscription.handledEndpoints.withLock { $0.lost.count } >= 1 })
+            #expect(subscription.foundMessages == [wanted])
             #expect(!collector.lost { _ in true }, "lost while a duplicate is still published: \(collector.events)")
             await publications[3].cancel()
             #expect(await eventually(60) { collector.lost { $0 == wanted } })

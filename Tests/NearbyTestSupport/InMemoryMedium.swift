@@ -1,6 +1,5 @@
 import NearbyCore
 import NearbyWire
-import Synchronization
 
 /// One end of an in-memory, framed, bidirectional pipe. For engine unit tests only: the real mediums are
 /// Wi-Fi LAN (TCP) and BLE.
@@ -13,13 +12,13 @@ public final class InMemoryChannel: EndpointChannel, @unchecked Sendable {
     private let outbound: AsyncStream<[UInt8]>.Continuation
     private let ownInbound: AsyncStream<[UInt8]>.Continuation
     /// When set, writes are silently dropped (a peer that froze).
-    public let isFrozen = Mutex(false)
+    public let isFrozen = LockedValue(false)
     /// When set, writes never complete until the channel is closed (a peer that stopped reading, or that grants
     /// no more BLE L2CAP credits); they then throw.
-    public let stallsWrites = Mutex(false)
+    public let stallsWrites = LockedValue(false)
     /// How many writes are stuck now because of ``stallsWrites``.
-    public let stalledWrites = Mutex(0)
-    private let closedSignal = Mutex<(closed: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    public let stalledWrites = LockedValue(0)
+    private let closedSignal = LockedValue<(closed: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     init(name: String, medium: MediumKind, inbound: AsyncStream<[UInt8]>, ownInbound: AsyncStream<[UInt8]>.Continuation,
          outbound: AsyncStream<[UInt8]>.Continuation) {
@@ -88,10 +87,10 @@ public final class InMemoryMedium: Medium {
             var medium: MediumKind
             var onIncoming: @Sendable (any EndpointChannel) -> Void
         }
-        let advertisements = Mutex<[String: Advertisement]>([:])
+        let advertisements = LockedValue<[String: Advertisement]>([:])
         /// Upgrade listeners by port.
-        public let upgradeListeners = Mutex<[Int32: @Sendable (any EndpointChannel) -> Void]>([:])
-        let watchers = Mutex<[AsyncThrowingStream<DiscoveryEvent, any Error>.Continuation]>([])
+        public let upgradeListeners = LockedValue<[Int32: @Sendable (any EndpointChannel) -> Void]>([:])
+        let watchers = LockedValue<[AsyncThrowingStream<DiscoveryEvent, any Error>.Continuation]>([])
 
         /// Creates empty air.
         public init() {}
@@ -124,7 +123,7 @@ public final class InMemoryMedium: Medium {
 
     public let kind: MediumKind
     public let air: Air
-    private let opened = Mutex<[InMemoryChannel]>([])
+    private let opened = LockedValue<[InMemoryChannel]>([])
 
     /// Makes every channel this medium opened drop its writes, like a peer that froze (SIGSTOP).
     public func freezeOpenedChannels() {
@@ -140,7 +139,7 @@ public final class InMemoryMedium: Medium {
     public var stalledWriteCount: Int {
         opened.withLock { $0 }.reduce(0) { $0 + $1.stalledWrites.withLock { $0 } }
     }
-    private static let nextPort = Mutex(1)
+    private static let nextPort = LockedValue(1)
 
     /// Creates a medium on `air` whose channels report `kind`.
     public init(air: Air, kind: MediumKind = .wifiLAN) {
@@ -188,9 +187,9 @@ public final class InMemoryUpgradeMedium: Medium {
     public let air: InMemoryMedium.Air
     /// Runs before every upgrade connection; it may wait (to hold the upgrade back) or throw (to fail it).
     public let beforeConnecting: @Sendable () async throws -> Void
-    private static let nextPort = Mutex<Int32>(20_000)
+    private static let nextPort = LockedValue<Int32>(20_000)
     /// How many upgrade connections were attempted.
-    public let connectAttempts = Mutex(0)
+    public let connectAttempts = LockedValue(0)
 
     /// Creates the medium on `air`.
     public init(air: InMemoryMedium.Air, beforeConnecting: @escaping @Sendable () async throws -> Void = {}) {

@@ -1,7 +1,7 @@
 import NearbyTestSupport
 import Foundation
 import NearbyCore
-import NearbyWiFiLAN
+@testable import NearbyWiFiLAN
 import NearbyWire
 import Testing
 
@@ -189,7 +189,7 @@ struct TCPEndpointChannelTests {
     func closeDuringPendingRead() async throws {
         let (client, server) = try await makeTCPPair()
         let pendingRead = Task { try await server.readFrame() }
-        try await Task.sleep(for: .milliseconds(100))
+        _ = try await eventually("the read to be pending") { server.isReadPending ? true : nil }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await server.close() }
             group.addTask { await server.close() }
@@ -216,7 +216,7 @@ struct TCPEndpointChannelTests {
     func concurrentReadRefused() async throws {
         let (client, server) = try await makeTCPPair()
         let firstRead = Task { try await server.readFrame() }
-        try await Task.sleep(for: .milliseconds(100))
+        _ = try await eventually("the first read to be pending") { server.isReadPending ? true : nil }
         let error = await tcpCaughtError { _ = try await server.readFrame() }
         #expect((error as? NearbyError)?.code == .outOfOrderApiCall)
         try await client.writeFrame([9])

@@ -3,11 +3,10 @@ import Foundation
 import Logging
 import NearbySecurity
 import NearbyWire
-import Synchronization
 
 /// Holds an endpoint's D2D context where both the reader and the writer can reach it.
 final class SecureContextBox: Sendable {
-    let context = Mutex<D2DSecureChannel?>(nil)
+    let context = LockedValue<D2DSecureChannel?>(nil)
     var isEnabled: Bool { context.withLock { $0 != nil } }
 }
 
@@ -91,7 +90,7 @@ public actor EndpointSession {
     var sendGateClosed = false
     var sendGateWaiters: [CheckedContinuation<Void, Never>] = []
     /// The chunk size of the current medium, read by payload senders.
-    nonisolated let chunkSize: Mutex<Int>
+    nonisolated let chunkSize: LockedValue<Int>
     private var tracker: IncomingPayloadTracker
     private let files: ReceivedFileStore
     private var streams: [PayloadID: AsyncThrowingChannel<[UInt8], any Error>] = [:]
@@ -115,7 +114,7 @@ public actor EndpointSession {
     let limits: ResourceLimits
     /// Set once both sides accepted, readable without hopping onto the actor (the engine counts pending
     /// endpoints with it).
-    nonisolated let reachedConnected = Mutex(false)
+    nonisolated let reachedConnected = LockedValue(false)
     var ended = false
     private var writerTask: Task<(any Error)?, Never>?
     private var closeTask: Task<Void, Never>?
@@ -149,7 +148,7 @@ public actor EndpointSession {
         self.upgradeMediums = upgradeMediums
         self.autoUpgrade = autoUpgrade
         self.localEndpointID = localEndpointID
-        chunkSize = Mutex(channel.medium.maxTransmitPacketSize)
+        chunkSize = LockedValue(channel.medium.maxTransmitPacketSize)
         self.keepAlive = keepAlive
         files = ReceivedFileStore(directory: receiveDirectory, minimumFreeSpace: limits.minimumFreeDiskSpace)
         tracker = IncomingPayloadTracker(limits: limits)

@@ -1,5 +1,4 @@
 import Logging
-import Synchronization
 
 /// Logs a warning when a bounded event stream starts dropping events because its consumer does not keep up:
 /// once when the first event is dropped, then again only after the stream had room again.
@@ -7,7 +6,7 @@ public final class EventOverflowWarning: Sendable {
     private let logger: Logger
     private let what: String
     private let limit: Int
-    private let overflowing = Mutex(false)
+    private let overflowing = LockedValue(false)
 
     /// Creates a warning for the stream `what`, bounded at `limit` events.
     public init(logger: Logger, what: String, limit: Int) {

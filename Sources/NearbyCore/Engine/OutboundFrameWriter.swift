@@ -1,6 +1,5 @@
 import NearbySecurity
 import NearbyWire
-import Synchronization
 
 /// The one writer of an endpoint's channel: frames are encrypted (when encryption is on) and written strictly in
 /// the order they were queued, so sequence numbers on the wire always count up by one.
@@ -61,19 +60,19 @@ final class OutboundFrameWriter: Sendable {
     /// How many frames may be held during a bandwidth upgrade before the connection is given up.
     static let maxHeld = 4096
 
-    private let channelBox: Mutex<any EndpointChannel>
-    private let queue = Mutex(Queue())
+    private let channelBox: LockedValue<any EndpointChannel>
+    private let queue = LockedValue(Queue())
     private let secure: SecureContextBox
-    private let lastWrite: Mutex<ContinuousClock.Instant>
-    private let writeStarted = Mutex<ContinuousClock.Instant?>(nil)
-    private let firstFailure = Mutex<NearbyError?>(nil)
+    private let lastWrite: LockedValue<ContinuousClock.Instant>
+    private let writeStarted = LockedValue<ContinuousClock.Instant?>(nil)
+    private let firstFailure = LockedValue<NearbyError?>(nil)
     /// How many frames are held during a bandwidth upgrade (they count as waiting).
-    private let heldCount = Mutex(0)
+    private let heldCount = LockedValue(0)
 
     init(channel: any EndpointChannel, secure: SecureContextBox) {
-        channelBox = Mutex(channel)
+        channelBox = LockedValue(channel)
         self.secure = secure
-        lastWrite = Mutex(.now)
+        lastWrite = LockedValue(.now)
     }
 
     /// When a frame was last written.

@@ -1,6 +1,5 @@
 import Logging
 import NearbyWire
-import Synchronization
 
 /// The offering side of a bandwidth upgrade (protocol reference §9.4 step 3): reads the CLIENT_INTRODUCTION of
 /// every channel the upgrade listener accepts, concurrently and each within its own deadline, and hands over the
@@ -107,7 +106,7 @@ private final class OpenChannels: Sendable {
         var finished = false
     }
 
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     /// Registers `channel`; `nil` when finished or `limit` channels are open.
     func add(_ channel: any EndpointChannel, limit: Int) -> Int? {

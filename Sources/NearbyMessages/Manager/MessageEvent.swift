@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import NearbyCore
 
 /// A found or lost message, as a subscription's `AsyncSequence` delivers it.
 public struct MessageEvent: Sendable, Hashable {
@@ -57,7 +57,7 @@ final class EventFanOut: Sendable {
         }
     }
 
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     func stream() -> AsyncStream<MessageEvent> {
         let (stream, continuation) = AsyncStream<MessageEvent>.makeStream(bufferingPolicy: .bufferingNewest(Self.maxBuffered))

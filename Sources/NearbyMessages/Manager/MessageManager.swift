@@ -5,7 +5,6 @@ import NearbyConnections
 import NearbyCore
 import NearbyWiFiLAN
 import NearbyWire
-import Synchronization
 
 /// Creates the medium of a kind for a publication or subscription. The default makes Wi-Fi LAN mediums and throws
 /// ``NearbyWire/NearbyError/Code/bluetoothUnavailable`` for BLE; ``MessageManager/mediums(hci:)`` adds BLE on a
@@ -41,7 +40,7 @@ public final class MessageManager: Sendable {
     let onBluetoothProblem: ProblemHandler
     let onMDNSProblem: ProblemHandler
     let onConsentProblem: ProblemHandler
-    private let grantedForThisRun = Mutex(false)
+    private let grantedForThisRun = LockedValue(false)
     private let consentToken: UUID?
 
     /// Creates a manager.

@@ -3,7 +3,6 @@ import Logging
 import NearbyConnections
 import NearbyCore
 import NearbyWire
-import Synchronization
 
 /// A message being published. Publishing stops when ``cancel()`` is called, when the object is released, or when
 /// the TTL runs out.
@@ -17,8 +16,8 @@ public final class Publication: Sendable {
 
     private let connections: ConnectionManager
     private let advertiser: Advertiser
-    private let tasks = Mutex<[Task<Void, Never>]>([])
-    private let stopped = Mutex(false)
+    private let tasks = LockedValue<[Task<Void, Never>]>([])
+    private let stopped = LockedValue(false)
 
     /// How long a subscriber may stay connected after it received the message.
     static let lingerLimit: Duration = .seconds(10)
@@ -43,7 +42,7 @@ public final class Publication: Sendable {
 
         // Subscribe to the events before advertising so no request is missed.
         let events = connections.events
-        let serving = Task {
+        let serving = Task { [logger] in
             for await event in events {
                 switch event {
                 case .connectionRequested(let id, let context, _, true):

@@ -3,7 +3,6 @@ import Logging
 import NearbyConnections
 import NearbyCore
 import NearbyWire
-import Synchronization
 
 /// A running subscription: found/lost messages go to its callbacks and to every iterator of it (an
 /// `AsyncSequence` of ``MessageEvent``). It stops when ``cancel()`` is called, when the object is released, or when
@@ -34,10 +33,13 @@ public final class Subscription: AsyncSequence, Sendable {
     private let onFound: (@Sendable (Message) -> Void)?
     private let onLost: (@Sendable (Message) -> Void)?
     private let fanOut = EventFanOut()
-    private let state: Mutex<State>
-    private let tasks = Mutex<[Task<Void, Never>]>([])
+    private let state: LockedValue<State>
+    private let tasks = LockedValue<[Task<Void, Never>]>([])
     private let owner: MessageManager
-    private let connections = Mutex<(manager: ConnectionManager, discoverer: Discoverer)?>(nil)
+    private let connections = LockedValue<(manager: ConnectionManager, discoverer: Discoverer)?>(nil)
+    /// The endpoints whose advertisement was handled (whether or not it passed the filter) and those handled as
+    /// gone, so a test knows every publication was considered before it checks what did not come through.
+    let handledEndpoints = LockedValue<(found: Set<String>, lost: Set<String>)>(([], []))
 
     struct State: Sendable {
         var messages: FoundLostTracker<String, Message>
@@ -60,7 +62,7 @@ public final class Subscription: AsyncSequence, Sendable {
         self.logger = owner.logger
         self.onFound = onFound
         self.onLost = onLost
-        state = Mutex(State(
+        state = LockedValue(State(
             messages: FoundLostTracker(lostAfter: options.lostAfter), beacons: BeaconTracker(strategy: options.beaconStrategy)))
     }
 
@@ -184,6 +186,13 @@ public final class Subscription: AsyncSequence, Sendable {
     // MARK: - Nearby devices
 
     private func handle(_ event: ConnectionEvent, manager: ConnectionManager, discoverer: Discoverer) async {
+        defer {
+            switch event {
+            case .endpointFound(let id, _, _): handledEndpoints.withLock { _ = $0.found.insert(id) }
+            case .endpointLost(let id): handledEndpoints.withLock { _ = $0.lost.insert(id) }
+            default: break
+            }
+        }
         switch event {
         case .endpointFound(let id, let context, _):
             guard let envelope = try? MessageEnvelope.decode(context) else {

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import Synchronization
+import NearbyCore
 
 /// The user's persisted consent to nearby discovery: a file `consent` in `$XDG_CONFIG_HOME/swift-nearby/`
 /// (default `~/.config/swift-nearby/`) holding `granted` or `denied`. No file means not granted.
@@ -12,8 +12,8 @@ public final class ConsentStore: Sendable {
     /// The file.
     public var fileURL: URL { directory.appendingPathComponent("consent") }
 
-    private let handlers = Mutex<[UUID: @Sendable (Bool) -> Void]>([:])
-    private static let registry = Mutex<[String: [WeakStore]]>([:])
+    private let handlers = LockedValue<[UUID: @Sendable (Bool) -> Void]>([:])
+    private static let registry = LockedValue<[String: [WeakStore]]>([:])
 
     private struct WeakStore: @unchecked Sendable { weak var store: ConsentStore? }
 

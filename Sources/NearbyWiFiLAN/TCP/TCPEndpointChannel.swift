@@ -90,6 +90,9 @@ public final class TCPEndpointChannel: EndpointChannel {
         channel.close(promise: nil)
     }
 
+    /// Whether a ``readFrame()`` is under way (tests wait on it instead of sleeping before they act on a pending read).
+    var isReadPending: Bool { state.withLock { $0.isReading } }
+
     /// Reads the next frame body.
     ///
     /// - Returns: The body without its length prefix, or `nil` when the peer closed the connection between two

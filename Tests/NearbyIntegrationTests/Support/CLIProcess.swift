@@ -1,6 +1,6 @@
 import Foundation
 import NearbyTestSupport
-import Synchronization
+import NearbyCore
 
 /// A running `nearby` command: its stdout is read on a thread of its own, one JSON event per line; stderr goes to a
 /// file. Every wait is bounded. ``stop()`` ends it by PID (SIGCONT, SIGTERM, then SIGKILL) and reaps it.
@@ -12,7 +12,7 @@ final class CLIProcess: Sendable {
     private let arguments: [String]
     private let process: Process
     private let stderrURL: URL
-    private let output = Mutex(Output())
+    private let output = LockedValue(Output())
 
     private struct Output {
         var events: [JSONEvent] = []

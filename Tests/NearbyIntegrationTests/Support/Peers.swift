@@ -2,17 +2,16 @@ import Foundation
 import NearbyConnections
 import NearbyCore
 import NearbyTestSupport
-import Synchronization
 
 /// Everything a ``ConnectionManager`` reported, kept so tests can wait for an event and later check what never
 /// happened. Incoming streams are drained as they arrive, so they never stall the channel.
 final class EventLog: Sendable {
     private final class Storage: Sendable {
-        let events = Mutex<[ConnectionEvent]>([])
+        let events = LockedValue<[ConnectionEvent]>([])
     }
 
     private let storage = Storage()
-    private let task = Mutex<Task<Void, Never>?>(nil)
+    private let task = LockedValue<Task<Void, Never>?>(nil)
 
     /// Logs `events`; with `drainStreams`, incoming streams are read (and discarded) as they arrive.
     init(_ events: AsyncStream<ConnectionEvent>, drainStreams: Bool = true) {

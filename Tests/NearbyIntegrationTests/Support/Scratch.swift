@@ -1,16 +1,16 @@
 import NearbyTestSupport
 import Foundation
 import NearbyConnections
-import Synchronization
+import NearbyCore
 
 /// Everything one test creates that must go away afterwards: a temporary directory, child processes, managers
 /// (and the advertisers and discoverers that must stay alive as long as the test runs).
 final class Scratch: Sendable {
     /// The test's temporary directory.
     let root: URL
-    private let processes = Mutex<[CLIProcess]>([])
-    private let managers = Mutex<[ConnectionManager]>([])
-    private let kept = Mutex<[any Sendable]>([])
+    private let processes = LockedValue<[CLIProcess]>([])
+    private let managers = LockedValue<[ConnectionManager]>([])
+    private let kept = LockedValue<[any Sendable]>([])
 
     init() throws {
         var template = Array((NSTemporaryDirectory() + "/nearby-it.XXXXXX").utf8CString)

@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
+import NearbyCore
 import NearbySecurity
 import NearbyWire
-import Synchronization
 
 /// A hostile peer on a raw socket: it completes the connection handshake as a discoverer would, then floods
 /// KEEP_ALIVE frames (each of which asks for an ack) and never reads, with a tiny receive buffer. The advertiser's
@@ -19,13 +19,13 @@ final class StallingPeer: Sendable {
 
     private let descriptor: Int32
     private final class FloodState: Sendable {
-        let value = Mutex(Flood())
+        let value = LockedValue(Flood())
         func withLock<Result>(_ body: (inout Flood) -> Result) -> Result { value.withLock { body(&$0) } }
     }
 
     private let flood = FloodState()
     private var floodState: FloodState { flood }
-    private let secure = Mutex<D2DSecureChannel?>(nil)
+    private let secure = LockedValue<D2DSecureChannel?>(nil)
 
     private init(descriptor: Int32) { self.descriptor = descriptor }
 
