@@ -1,4 +1,5 @@
 import Foundation
+import NearbyCore
 import NearbySecurity
 import NearbyWire
 
@@ -6,13 +7,7 @@ import NearbyWire
 /// whatever encrypted frames a test builds, however hostile. It never reads after the handshake.
 struct HostilePeer: Sendable {
     let client: RawTCPClient
-    private let secure: SecureBox
-
-    private final class SecureBox: @unchecked Sendable {
-        let lock = NSLock()
-        var channel: D2DSecureChannel
-        init(_ channel: D2DSecureChannel) { self.channel = channel }
-    }
+    private let secure: LockedValue<D2DSecureChannel>
 
     /// Connects to 127.0.0.1:`port` (an advertiser that accepts every connection) and completes the handshake.
     static func connect(port: Int, endpointID: String = "EV1L") async throws -> HostilePeer {
@@ -33,7 +28,7 @@ struct HostilePeer: Sendable {
                 let frame = try OfflineFrameParser.parse(try await client.readFrame(timeout: 10))
                 if case .connectionResponse(let response) = frame {
                     guard response.response == .accept else { throw IntegrationFailure("the advertiser rejected us") }
-                    return HostilePeer(client: client, secure: SecureBox(result.makeSecureChannel()))
+                    return HostilePeer(client: client, secure: LockedValue(result.makeSecureChannel()))
                 }
             }
             throw IntegrationFailure("no connection response from the advertiser")
@@ -45,7 +40,7 @@ struct HostilePeer: Sendable {
 
     /// Sends one frame, encrypted.
     func send(_ frame: ProtoOfflineFrame) throws {
-        let sealed = try secure.lock.withLock { try secure.channel.encode(OfflineFrames.serialize(frame)) }
+        let sealed = try secure.withLock { try $0.encode(OfflineFrames.serialize(frame)) }
         try client.sendFrame(sealed)
     }
 

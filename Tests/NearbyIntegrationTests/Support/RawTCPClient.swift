@@ -5,15 +5,19 @@ import NearbyWire
 /// A plain POSIX TCP client to 127.0.0.1, for speaking nonsense to an advertiser. Blocking calls run on their own
 /// thread and every read is bounded by `SO_RCVTIMEO`.
 final class RawTCPClient: Sendable {
-    private let descriptor: Int32
+    /// The socket, for tests that drive it directly (a flood on a thread of its own, `/proc/net/tcp` look-ups).
+    let descriptor: Int32
 
     private init(descriptor: Int32) { self.descriptor = descriptor }
 
-    /// Connects to 127.0.0.1:`port`.
-    static func connect(port: Int) async throws -> RawTCPClient {
+    /// Connects to 127.0.0.1:`port`, with a receive buffer of (about) `receiveBuffer` bytes when given.
+    static func connect(port: Int, receiveBuffer: Int32? = nil) async throws -> RawTCPClient {
         try await onOwnThread {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             guard fd >= 0 else { throw IntegrationFailure("socket: errno \(errno)") }
+            if var size = receiveBuffer {
+                setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            }
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -96,6 +100,12 @@ final class RawTCPClient: Sendable {
             }
             return false
         }
+    }
+
+    /// Makes each send give up after `seconds` (it then fails with `EAGAIN`).
+    func setSendTimeout(_ seconds: Double) {
+        var value = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1_000_000))
+        setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
     }
 
     /// Closes the socket.

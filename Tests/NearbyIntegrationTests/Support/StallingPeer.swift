@@ -17,7 +17,8 @@ final class StallingPeer: Sendable {
         var stop = false
     }
 
-    private let descriptor: Int32
+    private let client: RawTCPClient
+    private var descriptor: Int32 { client.descriptor }
     private final class FloodState: Sendable {
         let value = LockedValue(Flood())
         func withLock<Result>(_ body: (inout Flood) -> Result) -> Result { value.withLock { body(&$0) } }
@@ -27,57 +28,35 @@ final class StallingPeer: Sendable {
     private var floodState: FloodState { flood }
     private let secure = LockedValue<D2DSecureChannel?>(nil)
 
-    private init(descriptor: Int32) { self.descriptor = descriptor }
+    private init(client: RawTCPClient) { self.client = client }
 
     /// Connects to 127.0.0.1:`port` with a receive buffer of (about) `receiveBuffer` bytes, sends a connection
     /// request asking for the given keep-alive settings, and runs UKEY2 to completion.
     static func connectAndHandshake(
         port: Int, receiveBuffer: Int32 = 4096, keepAliveIntervalMillis: Int32, keepAliveTimeoutMillis: Int32
     ) async throws -> StallingPeer {
-        let peer = try await onOwnThread { () -> StallingPeer in
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            guard fd >= 0 else { throw IntegrationFailure("socket: errno \(errno)") }
-            var size = receiveBuffer
-            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-            guard result == 0 else {
-                let error = errno
-                Glibc.close(fd)
-                throw IntegrationFailure("connect to 127.0.0.1:\(port): errno \(error)")
-            }
-            // Sends give up after 200 ms so the flood can notice that the advertiser stopped reading.
-            var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
-            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            var receiveTimeout = timeval(tv_sec: 10, tv_usec: 0)
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &receiveTimeout, socklen_t(MemoryLayout<timeval>.size))
-            return StallingPeer(descriptor: fd)
-        }
+        let client = try await RawTCPClient.connect(port: port, receiveBuffer: receiveBuffer)
+        // Sends give up after 200 ms so the flood can notice that the advertiser stopped reading.
+        client.setSendTimeout(0.2)
+        let peer = StallingPeer(client: client)
         let request = OfflineFrames.connectionRequest(.init(
             endpointID: "STAL", endpointInfo: Array("staller".utf8), nonce: 4321, mediums: [.wifiLan],
             keepAliveIntervalMillis: keepAliveIntervalMillis, keepAliveTimeoutMillis: keepAliveTimeoutMillis))
-        var client = Ukey2Client()
-        try peer.sendAll(LengthPrefixFraming.frame(OfflineFrames.serialize(request)))
-        try peer.sendAll(LengthPrefixFraming.frame(try client.start()))
-        let serverInit = try await peer.readFrame()
-        guard case .sendAndComplete(let finished, let result) = client.receive(serverInit) else {
+        var ukey2 = Ukey2Client()
+        try client.sendFrame(OfflineFrames.serialize(request))
+        try client.sendFrame(try ukey2.start())
+        let serverInit = try await client.readFrame(timeout: 10)
+        guard case .sendAndComplete(let finished, let result) = ukey2.receive(serverInit) else {
             throw IntegrationFailure("the advertiser's ServerInit does not satisfy an honest UKEY2 client")
         }
-        try peer.sendAll(LengthPrefixFraming.frame(finished))
+        try client.sendFrame(finished)
         peer.secure.withLock { $0 = result.makeSecureChannel() }
         return peer
     }
 
     /// Accepts the connection on our side (the plaintext CONNECTION_RESPONSE).
     func accept() throws {
-        try sendAll(LengthPrefixFraming.frame(OfflineFrames.serialize(OfflineFrames.connectionResponse(accept: true))))
+        try client.sendFrame(OfflineFrames.serialize(OfflineFrames.connectionResponse(accept: true)))
     }
 
     /// Starts flooding KEEP_ALIVE frames on a thread of its own: encrypted once the connection is up
@@ -158,43 +137,6 @@ final class StallingPeer: Sendable {
         flood.withLock { $0.stop = true }
         // Unblocks a send in progress; the flood thread then sees `stop`.
         shutdown(descriptor, Int32(SHUT_RDWR))
-        Glibc.close(descriptor)
-    }
-
-    private func sendAll(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes {
-                Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
-            }
-            if written < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
-                throw IntegrationFailure("send: errno \(errno)")
-            }
-            offset += written
-        }
-    }
-
-    private func readFrame() async throws -> [UInt8] {
-        let prefix = try await readExactly(4)
-        return try await readExactly(try LengthPrefixFraming.decodeLength(prefix))
-    }
-
-    private func readExactly(_ count: Int) async throws -> [UInt8] {
-        let descriptor = self.descriptor
-        return try await onOwnThread {
-            var out = [UInt8](repeating: 0, count: count)
-            var filled = 0
-            while filled < count {
-                let got = out[filled...].withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-                if got == 0 { throw IntegrationFailure("the peer closed after \(filled) of \(count) bytes") }
-                if got < 0 {
-                    if errno == EINTR { continue }
-                    throw IntegrationFailure("recv: errno \(errno) after \(filled) of \(count) bytes")
-                }
-                filled += got
-            }
-            return out
-        }
+        client.close()
     }
 }
