@@ -49,8 +49,8 @@ final class OutboundFrameWriter: Sendable {
 
     private struct Queue {
         var entries: [Entry] = []
-        /// The writer, waiting for the next entry.
-        var writer: CheckedContinuation<Entry?, Never>?
+        /// The writer, waiting for an entry to be queued.
+        var writer: CheckedContinuation<Void, Never>?
         /// Set once the writer took the end marker: later frames are dropped.
         var finished = false
     }
@@ -198,41 +198,45 @@ final class OutboundFrameWriter: Sendable {
     }
 
     private func add(_ entry: Entry) {
-        enum Outcome { case dropped, handed(CheckedContinuation<Entry?, Never>), queued }
+        enum Outcome { case dropped, woke(CheckedContinuation<Void, Never>), queued }
         let outcome = queue.withLock { state -> Outcome in
             if state.finished { return .dropped }
-            if let writer = state.writer {
-                state.writer = nil
-                return .handed(writer)
-            }
             state.entries.append(entry)
-            return .queued
+            guard let writer = state.writer else { return .queued }
+            state.writer = nil
+            return .woke(writer)
         }
         switch outcome {
-        case .dropped:
-            entry.taken?.resume()
-        case .handed(let writer):
-            entry.taken?.resume()
-            writer.resume(returning: Entry(item: entry.item, taken: nil))
-        case .queued:
-            break
+        case .dropped: entry.taken?.resume()
+        case .woke(let writer): writer.resume()
+        case .queued: break
         }
     }
 
     /// The next item for the writer; `nil` once finished and empty.
+    ///
+    /// Entries are only ever taken out of the queue under its lock, never handed over through the continuation:
+    /// the lock is what orders the producer's construction of a frame before the writer's use of it, also for
+    /// ThreadSanitizer, which does not see a continuation's resume as ordering (docs/SANITIZERS.md).
     private func next() async -> Item? {
-        let entry = await withCheckedContinuation { (writer: CheckedContinuation<Entry?, Never>) in
-            enum Outcome { case ready(Entry?), waiting }
-            let outcome = queue.withLock { state -> Outcome in
-                if !state.entries.isEmpty { return .ready(state.entries.removeFirst()) }
-                if state.finished { return .ready(nil) }
-                state.writer = writer
-                return .waiting
+        while true {
+            let taken: Entry?? = queue.withLock { state in
+                if !state.entries.isEmpty { return .some(state.entries.removeFirst()) }
+                return state.finished ? .some(nil) : nil
             }
-            if case .ready(let entry) = outcome { writer.resume(returning: entry) }
+            if let entry = taken {
+                entry?.taken?.resume()
+                return entry?.item
+            }
+            await withCheckedContinuation { (writer: CheckedContinuation<Void, Never>) in
+                let ready = queue.withLock { state -> Bool in
+                    if !state.entries.isEmpty || state.finished { return true }
+                    state.writer = writer
+                    return false
+                }
+                if ready { writer.resume() }
+            }
         }
-        entry?.taken?.resume()
-        return entry?.item
     }
 
     /// Drops every queued frame (releasing their producers) and refuses later ones.
