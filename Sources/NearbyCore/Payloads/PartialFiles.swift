@@ -41,6 +41,9 @@ public enum PartialFiles {
         return kill(pid, 0) != 0 && errno == ESRCH
     }
 
+    private static let direntNameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+    private static let direntTypeOffset = MemoryLayout<dirent>.offset(of: \dirent.d_type)!
+
     /// Sweeps the folder of `descriptor` (which it closes) and its subfolders.
     private static func sweep(_ descriptor: Int32, depth: Int, budget: inout Int) -> Int {
         guard let stream = fdopendir(descriptor) else {
@@ -52,11 +55,12 @@ public enum PartialFiles {
         var subfolders: [String] = []
         while budget > 0, let entry = readdir(stream) {
             budget -= 1
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
-            }
+            // Read the fields in place: a record from readdir is only `d_reclen` bytes long, so copying the whole
+            // `dirent` (`entry.pointee`) can read past the end of the directory buffer and fault at a page edge.
+            let record = UnsafeRawPointer(entry)
+            let name = String(cString: (record + direntNameOffset).assumingMemoryBound(to: CChar.self))
             if name == "." || name == ".." { continue }
-            var type = entry.pointee.d_type
+            var type = record.load(fromByteOffset: direntTypeOffset, as: UInt8.self)
             if type == UInt8(DT_UNKNOWN) {
                 var info = stat()
                 guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
