@@ -22,23 +22,14 @@ public enum PeerText {
     /// `\u{…}` with its hexadecimal value (ESC becomes `\u{1B}`). The result is one line without control
     /// characters.
     public static func escapedForTerminal(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: isUnsafe) else { return text }
-        var result = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars {
-            guard isUnsafe(scalar) else {
-                result.append(scalar)
-                continue
-            }
-            let escape: String
+        replacingUnsafeScalars(in: text) { scalar in
             switch scalar {
-            case "\n": escape = "\\n"
-            case "\r": escape = "\\r"
-            case "\t": escape = "\\t"
-            default: escape = "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            case "\n": "\\n"
+            case "\r": "\\r"
+            case "\t": "\\t"
+            default: "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
             }
-            result.append(contentsOf: escape.unicodeScalars)
         }
-        return String(result)
     }
 
     /// A compact JSON text (no whitespace between tokens, as `JSONSerialization` writes it without
@@ -46,16 +37,22 @@ public enum PeerText {
     /// only stand inside strings, where the escape means the same scalar, so the result is valid JSON with the same
     /// value.
     public static func escapingUnsafeScalars(inCompactJSON json: String) -> String {
-        guard json.unicodeScalars.contains(where: isUnsafe) else { return json }
-        var result = String.UnicodeScalarView()
-        for scalar in json.unicodeScalars {
-            guard isUnsafe(scalar) else {
-                result.append(scalar)
-                continue
-            }
+        replacingUnsafeScalars(in: json) { scalar in
             let hex = String(scalar.value, radix: 16, uppercase: false)
-            let escape = "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            result.append(contentsOf: escape.unicodeScalars)
+            return "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+        }
+    }
+
+    /// `text` with every unsafe scalar replaced by `escape(scalar)`.
+    private static func replacingUnsafeScalars(in text: String, _ escape: (Unicode.Scalar) -> String) -> String {
+        guard text.unicodeScalars.contains(where: isUnsafe) else { return text }
+        var result = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            if isUnsafe(scalar) {
+                result.append(contentsOf: escape(scalar).unicodeScalars)
+            } else {
+                result.append(scalar)
+            }
         }
         return String(result)
     }
