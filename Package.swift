@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "NearbyBLE", targets: ["NearbyBLE"]),
         .library(name: "NearbyConnections", targets: ["NearbyConnections"]),
         .library(name: "NearbyMessages", targets: ["NearbyMessages"]),
+        .library(name: "NearbyTesting", targets: ["NearbyTesting"]),
         .executable(name: "nearby", targets: ["nearby"]),
         .executable(name: "nearby-bench", targets: ["nearby-bench"]),
     ],
@@ -145,10 +146,15 @@ let package = Package(
             path: "Examples/Chat", exclude: ["README.md"]),
         .executableTarget(
             name: "nearby-file-drop", dependencies: ["NearbyConnections"], path: "Examples/FileDrop", exclude: ["README.md"]),
+        // Test doubles for apps and for our own tests: a manual clock (and, later, the in-memory medium).
+        .target(
+            name: "NearbyTesting",
+            dependencies: ["NearbyCore"]
+        ),
         // Helpers shared by the test targets (seeded randomness, byte mutation, error expectations).
         .target(
             name: "NearbyTestSupport",
-            dependencies: ["NearbyWire", "NearbyCore"],
+            dependencies: ["NearbyWire", "NearbyCore", "NearbyTesting"],
             path: "Tests/NearbyTestSupport"
         ),
         .testTarget(
@@ -172,7 +178,7 @@ let package = Package(
         ),
         .testTarget(
             name: "NearbyCoreTests",
-            dependencies: ["NearbyCore", "NearbyWire", "NearbySecurity", "NearbyTestSupport"]
+            dependencies: ["NearbyCore", "NearbyWire", "NearbySecurity", "NearbyTestSupport", "NearbyTesting"]
         ),
         .testTarget(
             name: "NearbyIntegrationTests",
