@@ -154,7 +154,7 @@ let package = Package(
         // Helpers shared by the test targets (seeded randomness, byte mutation, error expectations).
         .target(
             name: "NearbyTestSupport",
-            dependencies: ["NearbyWire", "NearbyCore", "NearbyTesting"],
+            dependencies: ["NearbyWire", "NearbyCore", "NearbyBLE", "NearbyTesting"],
             path: "Tests/NearbyTestSupport"
         ),
         .testTarget(
@@ -195,7 +195,7 @@ let package = Package(
             name: "NearbyBLETests",
             dependencies: [
                 "NearbyBLE", "NearbyWiFiLAN", "NearbyMessages", "NearbyConnections", "NearbyCore", "NearbyWire", "NearbyTestSupport",
-                .product(name: "Logging", package: "swift-log"),
+                "NearbyTesting", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

@@ -31,7 +31,7 @@ public final class L2CAPChannel: Sendable {
         self.peerMPS = peerMPS
     }
 
-    var key: BLEHost.ChannelKey { BLEHost.ChannelKey(handle: handle, localCID: localCID) }
+    var key: L2CAPChannelKey { L2CAPChannelKey(handle: handle, localCID: localCID) }
 
     /// Sends one SDU (at most ``peerMTU`` bytes), segmented into K-frames of at most ``peerMPS`` bytes. Suspends
     /// until every K-frame has been handed to the controller, waiting for credits as needed.
