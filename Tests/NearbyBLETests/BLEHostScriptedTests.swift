@@ -56,6 +56,8 @@ import Testing
                 .reset, .setEventMask, .leSetEventMask, .leReadBufferSize, .leReadLocalFeatures, .leSetRandomAddress,
             ])
         #expect(await host.supportsExtendedAdvertising)
+        // Every command was answered, so every command timeout was cancelled: nothing sleeps on the clock.
+        #expect(await host.timers.count == 0)
         let acl = await host.acl
         #expect(acl.maxDataLength == 27 && acl.bufferCount == 4)
         await host.close()
@@ -215,4 +217,31 @@ import Testing
         #expect(await host.failureReason?.code == .mediumUnavailable)
         await host.close()
     }
+    @Test func aclFragmentsWaitForTheControllersBuffers() async throws {
+        let transport = ScriptedHCITransport(bufferLength: 27, bufferCount: 1)
+        let host = try await makeHost(transport)
+        _ = try await connect(host, transport)
+        let channel = try await openChannel(host, transport)
+        // A 40-byte SDU is one K-frame PDU of 46 bytes: two ACL fragments of at most 27 bytes, one buffer.
+        let sdu = Array(UInt8(0)..<40)
+        let sending = Task { try await channel.send(sdu) }
+        let isACL: @Sendable (H4Packet) -> Bool = { if case .acl = $0 { true } else { false } }
+        let firstPacket = await transport.nextWrite(where: isACL)
+        let first = try #require(aclBody(firstPacket))
+        let acl = await host.acl
+        #expect(acl.credits == 0 && acl.packetsInFlight(handle) == 1)
+        transport.deliver(HCIVectors.completedPackets(handle: handle, count: 1))
+        let secondPacket = await transport.nextWrite(where: isACL)
+        let second = try #require(aclBody(secondPacket))
+        try await sending.value
+        let fragments = try [first, second].map { try ACLPacket(decoding: $0) }
+        #expect(fragments.map(\.boundary) == [.firstNonFlushable, .continuing])
+        let pdu = try L2CAPFrame.decode(fragments[0].data + fragments[1].data)
+        #expect(pdu.cid == 0x50 && pdu.payload == [40, 0] + sdu)
+        await host.close()
+    }
+}
+
+private func aclBody(_ packet: H4Packet) -> [UInt8]? {
+    if case .acl(let body) = packet { body } else { nil }
 }
