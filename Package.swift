@@ -83,6 +83,8 @@ let package = Package(
                 "NearbyWire",
                 "NearbyCore",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         // The public API: ConnectionManager, Advertiser, Discoverer (async/await and Google-shaped delegates).

@@ -129,31 +129,29 @@ struct L2CAPCodecTests {
         let a = BLEAddress(string: "C0:00:00:00:00:01")!
         let b = BLEAddress(string: "C0:00:00:00:00:02")!
         var tracker = BLEDiscoveryTracker(serviceID: serviceID, pcp: .p2pPointToPoint, lostTimeout: .seconds(12))
-        let start = ContinuousClock.now
         let logger = BLETestEnvironment.logger("test")
         let r1 = AdvertisingReport(eventType: 1, isExtended: true, address: a, data: AdvertisingData.build(serviceUUID: 0xFEF3, serviceData: fast.encodedBytes), rssi: -50)
         let r2 = AdvertisingReport(eventType: 1, isExtended: true, address: b, data: AdvertisingData.build(serviceUUID: 0xFEF3, serviceData: regular.encodedBytes, maxLength: 251), rssi: -50)
-        let first = tracker.observe(r1, now: start, logger: logger)
-        #expect(first.count == 1)
-        if case .found(let endpoint) = first.first {
-            #expect(endpoint.endpointID == "ABCD")
-            #expect(endpoint.route == .ble(address: "C0:00:00:00:00:01", psm: nil))
-        }
-        #expect(tracker.observe(r1, now: start, logger: logger).isEmpty)  // duplicate report
-        let second = tracker.observe(r2, now: start + .seconds(5), logger: logger)
-        if case .found(let endpoint) = second.first {
-            #expect(endpoint.endpointID == "WXYZ")
-            #expect(endpoint.route == .ble(address: "C0:00:00:00:00:02", psm: 0x0083))
-        } else {
-            Issue.record("regular advertisement not found: \(second)")
-        }
-        #expect(tracker.expire(now: start + .seconds(11)).isEmpty)
-        #expect(tracker.expire(now: start + .seconds(13)) == [.lost(endpointID: "ABCD", medium: .ble)])
-        #expect(tracker.expire(now: start + .seconds(18)) == [.lost(endpointID: "WXYZ", medium: .ble)])
+        let first = tracker.observe(r1, now: .zero, logger: logger)
+        #expect(first.count == 2)
+        #expect(first.first == .startTimer(a, after: .seconds(12)))
+        let found = try #require(first.last)
+        #expect(found == .report(.found(DiscoveredEndpoint(
+            endpointID: "ABCD", endpointInfo: Array("hi".utf8), medium: .ble, route: .ble(address: "C0:00:00:00:00:01", psm: nil)))))
+        #expect(tracker.observe(r1, now: .seconds(1), logger: logger).isEmpty)  // duplicate report
+        let second = tracker.observe(r2, now: .seconds(5), logger: logger)
+        #expect(second.first == .startTimer(b, after: .seconds(12)))
+        #expect(second.last == .report(.found(DiscoveredEndpoint(
+            endpointID: "WXYZ", endpointInfo: [UInt8](repeating: 65, count: 40), medium: .ble,
+            route: .ble(address: "C0:00:00:00:00:02", psm: 0x0083)))))
+        #expect(tracker.timerFired(for: a, now: .seconds(12)) == [.startTimer(a, after: .seconds(1))])  // seen at 1 s
+        #expect(tracker.timerFired(for: a, now: .seconds(13)) == [.report(.lost(endpointID: "ABCD", medium: .ble))])
+        #expect(tracker.timerFired(for: b, now: .seconds(17)) == [.report(.lost(endpointID: "WXYZ", medium: .ble))])
+        #expect(tracker.timerFired(for: b, now: .seconds(30)).isEmpty)  // already lost
         // Another service's regular advertisement, and garbage service data, are ignored.
         var other = BLEDiscoveryTracker(serviceID: "other", pcp: .p2pPointToPoint, lostTimeout: .seconds(12))
-        #expect(other.observe(r2, now: start, logger: logger).isEmpty)
+        #expect(other.observe(r2, now: .zero, logger: logger).isEmpty)
         let garbage = AdvertisingReport(eventType: 1, isExtended: true, address: a, data: AdvertisingData.build(serviceUUID: 0xFEF3, serviceData: [0xFF, 1]), rssi: 0)
-        #expect(other.observe(garbage, now: start, logger: logger).isEmpty)
+        #expect(other.observe(garbage, now: .zero, logger: logger).isEmpty)
     }
 }

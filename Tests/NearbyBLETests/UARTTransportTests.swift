@@ -35,8 +35,8 @@ struct UARTTransportTests {
             received += buffer[0..<n]
         }
         #expect(received == command)
-        // Controller to host.
-        let event: [UInt8] = [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00, 0x0D, 0x0A]
+        // Controller to host: one whole event (the transport frames H4 packets), carrying 0x0d and 0x0a.
+        let event: [UInt8] = [0x04, 0x0E, 0x06, 0x01, 0x03, 0x0C, 0x00, 0x0D, 0x0A]
         _ = event.withUnsafeBytes { write(master, $0.baseAddress, $0.count) }
         var inbound: [UInt8] = []
         for try await chunk in transport.inbound {

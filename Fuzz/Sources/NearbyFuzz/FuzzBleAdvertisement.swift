@@ -36,7 +36,7 @@ func fuzzBleAdvertisement(_ input: FuzzInput) {
             _ = try? BLEDiscoveryTracker.endpoint(from: report, serviceHash: BLEFuzzFixtures.serviceHash, pcp: pcp)
         }
         var tracker = BLEDiscoveryTracker(serviceID: "fuzz", pcp: .p2pCluster, lostTimeout: .seconds(5))
-        _ = tracker.observe(report, now: .now, logger: BLEFuzzFixtures.logger)
+        _ = tracker.observe(report, now: .zero, logger: BLEFuzzFixtures.logger)
     }
 }
 

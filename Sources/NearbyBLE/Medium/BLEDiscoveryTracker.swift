@@ -3,11 +3,16 @@ import NearbyCore
 import NearbyWire
 
 /// Turns advertising reports into found/lost events: decodes Nearby advertisements, filters by service and
-/// strategy, de-duplicates, and expires endpoints unseen for the lost timeout. A value-type state machine.
+/// strategy, de-duplicates, and loses endpoints unseen for the lost timeout (through a `LostEndpointTracker`
+/// per advertiser address). A value-type state machine: it reads no clock and runs no timers; the caller passes
+/// clock readings and performs the returned actions.
 public struct BLEDiscoveryTracker: Sendable {
-    private struct Seen {
-        var endpoint: DiscoveredEndpoint
-        var lastSeen: ContinuousClock.Instant
+    /// What the caller must do.
+    package enum Action: Sendable, Hashable {
+        /// Report a discovery event.
+        case report(DiscoveryEvent)
+        /// Call ``timerFired(for:now:)`` for the address after the duration.
+        case startTimer(BLEAddress, after: Duration)
     }
 
     /// The service to match.
@@ -15,15 +20,16 @@ public struct BLEDiscoveryTracker: Sendable {
     /// The strategy to match.
     public let pcp: PCP
     /// How long an endpoint may go unseen before it is lost.
-    public let lostTimeout: Duration
+    public var lostTimeout: Duration { lost.timeout }
     private let serviceHash: [UInt8]
-    private var seen: [BLEAddress: Seen] = [:]
+    private var endpoints: [BLEAddress: DiscoveredEndpoint] = [:]
+    private var lost: LostEndpointTracker<BLEAddress>
 
     /// Creates a tracker.
     public init(serviceID: String, pcp: PCP, lostTimeout: Duration) {
         self.serviceID = serviceID
         self.pcp = pcp
-        self.lostTimeout = lostTimeout
+        self.lost = LostEndpointTracker(timeout: lostTimeout)
         self.serviceHash = ServiceIDHash.advertisementHash(serviceID: serviceID)
     }
 
@@ -47,8 +53,10 @@ public struct BLEDiscoveryTracker: Sendable {
             route: .ble(address: report.address.description, psm: medium.psm))
     }
 
-    /// Records a report; returns `.found` for a new endpoint or changed info.
-    public mutating func observe(_ report: AdvertisingReport, now: ContinuousClock.Instant, logger: Logger) -> [DiscoveryEvent] {
+    /// Records a report received at `now` (a `NearbyClock` reading): `.found` for a new endpoint or changed info
+    /// (after `.lost` for the endpoint an address advertised before, if it now advertises another), and a timer to
+    /// start for an address seen for the first time.
+    package mutating func observe(_ report: AdvertisingReport, now: Duration, logger: Logger) -> [Action] {
         let endpoint: DiscoveredEndpoint?
         do {
             endpoint = try Self.endpoint(from: report, serviceHash: serviceHash, pcp: pcp)
@@ -57,28 +65,32 @@ public struct BLEDiscoveryTracker: Sendable {
             return []
         }
         guard let endpoint else { return [] }
-        var events: [DiscoveryEvent] = []
-        if let previous = seen[report.address] {
-            if previous.endpoint == endpoint {
-                seen[report.address]?.lastSeen = now
-                return []
-            }
-            if previous.endpoint.endpointID != endpoint.endpointID {
-                events.append(.lost(endpointID: previous.endpoint.endpointID, medium: .ble))
+        var actions: [Action] = []
+        if case .startTimer(let address, let delay) = lost.seen(report.address, now: now) {
+            actions.append(.startTimer(address, after: delay))
+        }
+        if let previous = endpoints[report.address] {
+            if previous == endpoint { return actions }
+            if previous.endpointID != endpoint.endpointID {
+                actions.append(.report(.lost(endpointID: previous.endpointID, medium: .ble)))
             }
         }
-        seen[report.address] = Seen(endpoint: endpoint, lastSeen: now)
-        events.append(.found(endpoint))
-        return events
+        endpoints[report.address] = endpoint
+        actions.append(.report(.found(endpoint)))
+        return actions
     }
 
-    /// Returns `.lost` for every endpoint unseen for the lost timeout, and forgets them.
-    public mutating func expire(now: ContinuousClock.Instant) -> [DiscoveryEvent] {
-        var events: [DiscoveryEvent] = []
-        for (address, entry) in seen where now - entry.lastSeen > lostTimeout {
-            seen[address] = nil
-            events.append(.lost(endpointID: entry.endpoint.endpointID, medium: .ble))
+    /// The lost timer of `address` fired at `now`: `.lost` when its endpoint was silent for the lost timeout, a
+    /// timer for the remaining time otherwise.
+    package mutating func timerFired(for address: BLEAddress, now: Duration) -> [Action] {
+        switch lost.timerFired(address, now: now) {
+        case .startTimer(let address, let delay):
+            return [.startTimer(address, after: delay)]
+        case .lost(let address):
+            guard let endpoint = endpoints.removeValue(forKey: address) else { return [] }
+            return [.report(.lost(endpointID: endpoint.endpointID, medium: .ble))]
+        case nil:
+            return []
         }
-        return events
     }
 }

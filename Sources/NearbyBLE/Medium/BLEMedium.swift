@@ -10,7 +10,7 @@ import NearbyWire
 /// fast form has no PSM; the channel server then listens on ``Configuration/fastAdvertisementPSM``); longer endpoint
 /// info uses the regular form with the PSM in its extra fields on an extended advertising set. Discovery decodes
 /// both forms from legacy and extended reports, reports an endpoint found once and lost when it has not been seen
-/// for ``Configuration/lostTimeout``.
+/// for ``Configuration/lostTimeout`` (one timer per advertiser, no polling).
 public final class BLEMedium: Medium {
     /// Medium settings.
     public struct Configuration: Sendable {
@@ -28,6 +28,8 @@ public final class BLEMedium: Medium {
         public var fastAdvertisementPSM: UInt16 = 0x0080
         /// Use the regular form on extended advertising even for short endpoint info.
         public var alwaysUseExtendedAdvertising = false
+        /// The clock the lost-endpoint timers sleep on (a `ManualClock` from `NearbyTesting` in tests).
+        package var clock: NearbyClock = .continuous
 
         /// Creates a configuration for a controller.
         public init(transport: HCITransportSpec) {
@@ -142,25 +144,14 @@ public final class BLEMedium: Medium {
                 continuation.finish(throwing: error)
                 return
             }
-            let ticker = Task {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(500))
-                    reportSink.yield(AdvertisingReport(eventType: 0xFFFF, isExtended: false, address: host.address, data: [], rssi: 0))
-                }
-            }
-            var tracker = BLEDiscoveryTracker(serviceID: serviceID, pcp: pcp, lostTimeout: configuration.lostTimeout)
+            let run = BLEDiscoveryRun(
+                tracker: BLEDiscoveryTracker(serviceID: serviceID, pcp: pcp, lostTimeout: configuration.lostTimeout),
+                clock: configuration.clock, events: continuation, logger: logger)
             for await report in reports {
                 if Task.isCancelled { break }
-                let now = ContinuousClock.now
-                let events: [DiscoveryEvent]
-                if report.eventType == 0xFFFF && report.data.isEmpty {
-                    events = tracker.expire(now: now)
-                } else {
-                    events = tracker.observe(report, now: now, logger: logger)
-                }
-                for event in events { continuation.yield(event) }
+                run.receive(report)
             }
-            ticker.cancel()
+            run.stop()
             await host.removeScanHandler(scanToken)
             await host.removeFailureObserver(failureToken)
         }

@@ -3,15 +3,17 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
+import NIOCore
+import NIOPosix
 import NearbyWire
 
 /// A byte pipe to an HCI controller carrying H4-framed packets.
 public protocol HCITransport: AnyObject, Sendable {
     /// A description for logs.
     var description: String { get }
-    /// Bytes from the controller, in arbitrary pieces. Finishes with an error when the controller goes away, and
-    /// without one after ``close()``. Iterate it once.
+    /// Bytes from the controller, in arbitrary pieces (the transports ``HCITransportFactory`` opens deliver one
+    /// whole H4 packet, indicator included, per element). Finishes with an error when the controller goes away,
+    /// and without one after ``close()``. Iterate it once.
     var inbound: AsyncThrowingStream<[UInt8], any Error> { get }
     /// Writes all of `bytes`.
     /// - Throws: `.endpointIoError` when the transport is closed or broken.
@@ -20,53 +22,86 @@ public protocol HCITransport: AnyObject, Sendable {
     func close()
 }
 
-/// Opens the transport a ``HCITransportSpec`` names.
+/// Opens the transport a ``HCITransportSpec`` names, as a SwiftNIO channel on the shared event loop group:
+/// `ClientBootstrap` for H4 over TCP, `NIOPipeBootstrap` adopting the descriptor of a UART or of the HCI user
+/// channel.
 public enum HCITransportFactory {
-    /// Opens `spec`.
+    /// Opens `spec`, blocking the calling thread until the controller is connected (as long as a TCP connect
+    /// takes); async code should prefer `connect(_:)`.
     /// - Throws: ``NearbyWire/NearbyError`` `.mediumUnavailable` naming the cause when the controller cannot be
     ///   reached (connection refused, no such device, no Bluetooth in the kernel).
     public static func open(_ spec: HCITransportSpec) throws -> any HCITransport {
+        try opening(spec).wait()
+    }
+
+    /// Opens `spec` without blocking a thread.
+    /// - Throws: as ``open(_:)``.
+    package static func connect(_ spec: HCITransportSpec) async throws -> any HCITransport {
+        try await opening(spec).get()
+    }
+
+    /// Starts opening `spec`; errors found before any I/O (no such device, bad baud rate) are thrown at once.
+    static func opening(
+        _ spec: HCITransportSpec, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) throws -> EventLoopFuture<any HCITransport> {
         switch spec {
-        case .tcp(let host, let port): return try FileDescriptorTransport(fd: connectTCP(host: host, port: port), description: spec.description)
-        case .uart(let path, let baud): return try FileDescriptorTransport(fd: openUART(path: path, baudRate: baud), description: spec.description)
-        case .hciUserChannel(let index): return try FileDescriptorTransport(fd: openUserChannel(index: index), description: spec.description)
+        case .tcp(let host, let port):
+            let (inbound, continuation) = AsyncThrowingStream.makeStream(of: [UInt8].self, throwing: (any Error).self)
+            let bridge = HCIInboundBridge(description: spec.description, continuation: continuation)
+            return ClientBootstrap(group: group)
+                .connectTimeout(.seconds(10))
+                .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+                .channelInitializer { NIOHCITransport.configure($0, bridge: bridge, onePacketPerWrite: false) }
+                .connect(host: host, port: port)
+                .map { NIOHCITransport(channel: $0, bridge: bridge, inbound: inbound) as any HCITransport }
+                .flatMapErrorThrowing { error in
+                    continuation.finish()
+                    throw NearbyError(.mediumUnavailable, "HCI controller \(spec): \(reason(error))")
+                }
+        case .uart(let path, let baud):
+            return adopting(try openUART(path: path, baudRate: baud), description: spec.description, group: group)
+        case .hciUserChannel(let index):
+            return adopting(
+                try openUserChannel(index: index), description: spec.description, group: group, isUserChannel: true)
         }
+    }
+
+    /// Wraps an open descriptor (a UART, the HCI user-channel socket, or in tests one end of a socket pair) in a
+    /// transport; the transport owns it from here on.
+    ///
+    /// The user channel hands over one packet per `read` and takes one per `write`: it reads into a buffer large
+    /// enough for any packet and writes one buffer at a time.
+    static func adopting(
+        _ descriptor: Int32, description: String, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        isUserChannel: Bool = false
+    ) -> EventLoopFuture<any HCITransport> {
+        let (inbound, continuation) = AsyncThrowingStream.makeStream(of: [UInt8].self, throwing: (any Error).self)
+        let bridge = HCIInboundBridge(description: description, continuation: continuation)
+        var bootstrap = NIOPipeBootstrap(group: group)
+            .channelInitializer { NIOHCITransport.configure($0, bridge: bridge, onePacketPerWrite: isUserChannel) }
+        if isUserChannel {
+            bootstrap = bootstrap.channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65_540))
+        }
+        return bootstrap.takingOwnershipOfDescriptor(inputOutput: descriptor)
+            .map { NIOHCITransport(channel: $0, bridge: bridge, inbound: inbound) as any HCITransport }
+            .flatMapErrorThrowing { error in
+                continuation.finish()
+                throw NearbyError(.mediumUnavailable, "HCI transport \(description): \(reason(error))")
+            }
     }
 
     static func errnoText(_ code: Int32 = errno) -> String { String(cString: strerror(code)) }
 
-    static func connectTCP(host: String, port: Int) throws -> Int32 {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        #if canImport(Glibc)
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        #else
-        hints.ai_socktype = SOCK_STREAM
-        #endif
-        var result: UnsafeMutablePointer<addrinfo>?
-        let rc = getaddrinfo(host, String(port), &hints, &result)
-        guard rc == 0, let first = result else {
-            throw NearbyError(.mediumUnavailable, "HCI controller tcp:\(host):\(port): cannot resolve host (\(String(cString: gai_strerror(rc))))")
+    /// The system's words for a socket error (`Connection refused`), or the error's own description.
+    static func reason(_ error: any Error) -> String {
+        if let connection = error as? NIOConnectionError, let first = connection.connectionErrors.first {
+            return reason(first.error)
         }
-        defer { freeaddrinfo(first) }
-        var lastError: Int32 = 0
-        var cursor: UnsafeMutablePointer<addrinfo>? = first
-        while let info = cursor {
-            let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype, info.pointee.ai_protocol)
-            if fd >= 0 {
-                if connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 {
-                    var one: Int32 = 1
-                    _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-                    return fd
-                }
-                lastError = errno
-                _ = Glibc.close(fd)
-            } else {
-                lastError = errno
-            }
-            cursor = info.pointee.ai_next
+        if let connection = error as? NIOConnectionError, connection.dnsAError != nil || connection.dnsAAAAError != nil {
+            return "cannot resolve the host"
         }
-        throw NearbyError(.mediumUnavailable, "HCI controller tcp:\(host):\(port): \(errnoText(lastError))")
+        if let io = error as? IOError { return errnoText(io.errnoCode) }
+        return "\(error)"
     }
 
     static func openUART(path: String, baudRate: Int) throws -> Int32 {
@@ -132,93 +167,5 @@ public enum HCITransportFactory {
                 "HCI user channel hci:\(index): bind failed: \(errnoText(e)) (the adapter must exist and be down, and the process needs CAP_NET_ADMIN)")
         }
         return fd
-    }
-}
-
-/// An ``HCITransport`` over a file descriptor (TCP socket, UART, HCI socket). A dedicated thread reads with
-/// `poll`/`read`; writes are synchronous and serialised.
-final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
-    let description: String
-    let inbound: AsyncThrowingStream<[UInt8], any Error>
-    private let continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation
-    private let lock = NSLock()
-    private let fd: Int32
-    private var closed = false
-    private var fdReleased = false
-
-    init(fd: Int32, description: String) {
-        self.fd = fd
-        self.description = description
-        (inbound, continuation) = AsyncThrowingStream.makeStream(of: [UInt8].self, throwing: (any Error).self)
-        let thread = Thread { [self] in self.readLoop() }
-        thread.name = "hci-reader"
-        thread.start()
-    }
-
-    private var isClosed: Bool { lock.withLock { closed } }
-
-    private func readLoop() {
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while !isClosed {
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&pfd, 1, 200)
-            if ready == 0 { continue }
-            if ready < 0 {
-                if errno == EINTR { continue }
-                finish(NearbyError(.endpointIoError, "HCI transport \(description): poll failed: \(HCITransportFactory.errnoText())"))
-                break
-            }
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n > 0 {
-                continuation.yield(Array(buffer[0..<n]))
-            } else if n == 0 {
-                finish(NearbyError(.mediumUnavailable, "HCI transport \(description): the controller closed the connection"))
-                break
-            } else if errno != EINTR && errno != EAGAIN {
-                finish(NearbyError(.mediumUnavailable, "HCI transport \(description): read failed: \(HCITransportFactory.errnoText())"))
-                break
-            }
-        }
-        continuation.finish()
-        lock.withLock {
-            closed = true
-            if !fdReleased {
-                fdReleased = true
-                _ = Glibc.close(fd)
-            }
-        }
-    }
-
-    private func finish(_ error: NearbyError) {
-        if isClosed { continuation.finish() } else { continuation.finish(throwing: error) }
-    }
-
-    func write(_ bytes: [UInt8]) throws {
-        try lock.withLock {
-            guard !closed else { throw NearbyError(.endpointIoError, "HCI transport \(description) is closed") }
-            var offset = 0
-            while offset < bytes.count {
-                let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    if errno == ENOTSOCK {
-                        let w = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-                        if w < 0 { throw NearbyError(.endpointIoError, "HCI transport \(description): write failed: \(HCITransportFactory.errnoText())") }
-                        offset += w
-                        continue
-                    }
-                    throw NearbyError(.endpointIoError, "HCI transport \(description): write failed: \(HCITransportFactory.errnoText())")
-                }
-                offset += n
-            }
-        }
-    }
-
-    func close() {
-        lock.withLock {
-            guard !closed else { return }
-            closed = true
-            _ = shutdown(fd, Int32(SHUT_RDWR))
-        }
     }
 }

@@ -49,8 +49,9 @@ public struct BLEBeaconScanner: AdvertisingReportSource {
                     continuation.yield(NearbyMessages.AdvertisingReport(
                         address: report.address.description, rssi: Int(report.rssi), data: report.data))
                 }
+                // Scans until the consumer cancels: the sleep ends on cancellation, nothing wakes up to poll.
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(250))
+                    try? await Task.sleep(for: .seconds(86_400))
                 }
                 await host.removeScanHandler(scanToken)
             } catch {
