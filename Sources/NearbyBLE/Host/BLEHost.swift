@@ -95,7 +95,7 @@ public actor BLEHost {
     public static func open(
         _ spec: HCITransportSpec, configuration: Configuration = Configuration(), logger: Logger
     ) async throws -> BLEHost {
-        let transport = try HCITransportFactory.open(spec)
+        let transport = try await HCITransportFactory.connect(spec)
         let host = BLEHost(transport: transport, configuration: configuration, logger: logger)
         do {
             try await host.start()
