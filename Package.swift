@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "NearbyTesting", targets: ["NearbyTesting"]),
         .executable(name: "nearby", targets: ["nearby"]),
         .executable(name: "nearby-bench", targets: ["nearby-bench"]),
+        .library(name: "NearbyAudio", targets: ["NearbyAudio"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -201,6 +202,15 @@ let package = Package(
         .testTarget(
             name: "NearbyWiFiLANTests",
             dependencies: ["NearbyWiFiLAN", "NearbyCore", "NearbyWire", "NearbyTestSupport"]
+        ),
+        // The near-ultrasonic audio modem (docs/AUDIO-MODEM.md): pure encoder and streaming decoder of short tokens.
+        .target(
+            name: "NearbyAudio",
+            dependencies: ["NearbyWire"]
+        ),
+        .testTarget(
+            name: "NearbyAudioTests",
+            dependencies: ["NearbyAudio", "NearbyWire", "NearbyTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]
