@@ -28,6 +28,16 @@ struct AudioSymbolDecision: Sendable, Hashable {
         runnerUp = UInt8((secondTone - whitening) & 15)
         reliability = total > 0 ? (energies[bestTone] - energies[secondTone]) / total : 0
     }
+
+    /// The decision for data slot `slot` from per-tone log-likelihoods (tone order, whitening not yet removed);
+    /// the reliability is the log-likelihood margin of the winner.
+    init(metrics: [Float], slot: Int) {
+        let order = metrics.indices.sorted { metrics[$0] > metrics[$1] }
+        let whitening = AudioFrameLayout.whitening(slot: slot)
+        best = UInt8((order[0] - whitening) & 15)
+        runnerUp = UInt8((order[1] - whitening) & 15)
+        reliability = metrics[order[0]] - metrics[order[1]]
+    }
 }
 
 /// Turns the decisions of a frame's data slots into a token: Reed–Solomon decoding of both codewords with a small

@@ -201,29 +201,57 @@ public struct AudioTokenDecoder: Sendable {
     }
 
     /// The token of the frame whose first analysis window is `start`, or nil.
+    /// A first pass decides each slot by its loudest tone; if that fails, a second pass decides by likelihood
+    /// under a channel estimated from the preamble and the first pass (``AudioChannelEstimate``).
     private func decodeFrame(start: Int) -> (token: [UInt8], corrections: Int)? {
-        let decisions = (0..<layout.dataSlotCount).map { slot in
-            withRow(start + (layout.preambleSlotCount + slot) * AudioFrameLayout.hopsPerSlot) { energies in
-                AudioSymbolDecision(energies: energies, slot: slot)
-            }
+        let rows = (0..<layout.slotCount).map { slot in
+            withRow(start + slot * AudioFrameLayout.hopsPerSlot) { Array($0) }
         }
-        return AudioFrameDecision.token(from: decisions, layout: layout)
+        return Self.decode(preamble: Array(rows.prefix(layout.preambleSlotCount)),
+            data: Array(rows.dropFirst(layout.preambleSlotCount)), layout: layout)
+    }
+
+    /// Both decoding passes over the tone energies of a frame's preamble and data windows.
+    static func decode(
+        preamble: [[Float]], data: [[Float]], layout: AudioFrameLayout
+    ) -> (token: [UInt8], corrections: Int)? {
+        let firstPass = data.enumerated().map { slot, energies in
+            energies.withUnsafeBufferPointer { AudioSymbolDecision(energies: $0, slot: slot) }
+        }
+        if let decoded = AudioFrameDecision.token(from: firstPass, layout: layout) { return decoded }
+        var decisions = firstPass
+        for _ in 0..<2 {
+            let channel = AudioChannelEstimate(preamble: preamble, data: data, firstPass: decisions)
+            decisions = data.enumerated().map { slot, energies in channel.decision(energies: energies, slot: slot) }
+            if let decoded = AudioFrameDecision.token(from: decisions, layout: layout) { return decoded }
+        }
+        return nil
     }
 }
 
 extension AudioTokenDecoder {
-    /// The hard and soft decisions of the data slots of a frame known to start at `frameStart` in `samples`
-    /// (no filtering, no search): the modem's raw symbol channel, used to measure its error rate before correction.
+    /// The 16 tone energies of every slot's analysis window of a frame known to start at `frameStart` in `samples`
+    /// (no filtering, no search), preamble slots first.
+    static func slotEnergies(
+        of samples: [Float], frameStart: Int, configuration: AudioModemConfiguration
+    ) -> [[Float]] {
+        let bank = AudioToneBank(configuration: configuration)
+        return (0..<configuration.layout.slotCount).map { slot in
+            bank.energies(
+                of: samples, start: frameStart + slot * configuration.slotLength + configuration.hopLength,
+                length: configuration.windowLength)
+        }
+    }
+
+    /// The loudest-tone decisions of the data slots of a frame known to start at `frameStart` in `samples`: the
+    /// modem's raw symbol channel, used to measure its error rate before correction.
     static func decisions(
         of samples: [Float], frameStart: Int, configuration: AudioModemConfiguration
     ) -> [AudioSymbolDecision] {
-        let bank = AudioToneBank(configuration: configuration)
-        let layout = configuration.layout
-        return (0..<layout.dataSlotCount).map { slot in
-            let windowStart = frameStart + (layout.preambleSlotCount + slot) * configuration.slotLength
-                + configuration.hopLength
-            let energies = bank.energies(of: samples, start: windowStart, length: configuration.windowLength)
-            return energies.withUnsafeBufferPointer { AudioSymbolDecision(energies: $0, slot: slot) }
-        }
+        let preambleSlots = configuration.layout.preambleSlotCount
+        return slotEnergies(of: samples, frameStart: frameStart, configuration: configuration)
+            .dropFirst(preambleSlots).enumerated().map { slot, energies in
+                energies.withUnsafeBufferPointer { AudioSymbolDecision(energies: $0, slot: slot) }
+            }
     }
 }
