@@ -16,8 +16,8 @@ public struct AudioTokenDecoder: Sendable {
     private let hop: Int
     private let historyRows: Int
     private var filter: AudioHighPassFilter
-    /// Samples consumed so far.
-    private var sampleCount = 0
+    /// How many samples ``consume(_:)`` has taken so far (the clock of ``DecodedAudioToken/startSample``).
+    public private(set) var samplesConsumed = 0
     /// Position of the next sample within the tone bank's period.
     private var phase = 0
     /// Samples accumulated into the current block.
@@ -110,7 +110,7 @@ public struct AudioTokenDecoder: Sendable {
                 }
             }
         }
-        sampleCount += samples.count
+        samplesConsumed += samples.count
         phase = (phase + samples.count) % period
     }
 
