@@ -17,6 +17,8 @@ let package = Package(
         .library(name: "NearbyTesting", targets: ["NearbyTesting"]),
         .executable(name: "nearby", targets: ["nearby"]),
         .executable(name: "nearby-bench", targets: ["nearby-bench"]),
+        .library(name: "NearbyAudio", targets: ["NearbyAudio"]),
+        .library(name: "NearbyPulseAudio", targets: ["NearbyPulseAudio"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -203,6 +205,29 @@ let package = Package(
         .testTarget(
             name: "NearbyWiFiLANTests",
             dependencies: ["NearbyWiFiLAN", "NearbyCore", "NearbyWire", "NearbyTestSupport"]
+        ),
+        // The near-ultrasonic audio modem (docs/AUDIO-MODEM.md): pure encoder and streaming decoder of short tokens.
+        .target(
+            name: "NearbyAudio",
+            dependencies: ["NearbyWire"]
+        ),
+        .testTarget(
+            name: "NearbyAudioTests",
+            dependencies: ["NearbyAudio", "NearbyWire", "NearbyTestSupport"]
+        ),
+        // libpulse-simple, PulseAudio's blocking client API; PipeWire serves it too (apt: libpulse-dev).
+        .systemLibrary(
+            name: "CPulseSimple",
+            providers: [.apt(["libpulse-dev"])]
+        ),
+        // Real audio I/O for the audio modem through the system's sound server (PULSE_SERVER, default sink/source).
+        .target(
+            name: "NearbyPulseAudio",
+            dependencies: ["NearbyAudio", "NearbyWire", "CPulseSimple"]
+        ),
+        .testTarget(
+            name: "NearbyPulseAudioTests",
+            dependencies: ["NearbyPulseAudio", "NearbyAudio", "NearbyWire", "NearbyTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -23,6 +23,8 @@ apt_packages=(
     iproute2
     util-linux
     python3-venv
+    libpulse-dev
+    pulseaudio
 )
 
 requirement_files=(

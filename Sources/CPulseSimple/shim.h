@@ -1,0 +1,3 @@
+// PulseAudio's simple, blocking client API (apt: libpulse-dev), used by NearbyPulseAudio.
+#include <pulse/simple.h>
+#include <pulse/error.h>

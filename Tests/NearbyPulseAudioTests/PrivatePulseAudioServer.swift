@@ -1,0 +1,67 @@
+import Foundation
+import NearbyPulseAudio
+import NearbyTestSupport
+import NearbyWire
+
+/// A private PulseAudio daemon for one test: no sound card, one null sink named `nearby` (so its monitor,
+/// `nearby.monitor`, is the source), a native-protocol socket in a temporary directory, no D-Bus, no config files.
+final class PrivatePulseAudioServer: Sendable {
+    let directory: URL
+    let process: Process
+    /// The server string for clients: `unix:<directory>/native`.
+    var server: String { "unix:" + directory.appendingPathComponent("native").path }
+    /// The sink the daemon plays into.
+    let sink = "nearby"
+    /// The source that records what is played into the sink.
+    var monitor: String { sink + ".monitor" }
+
+    /// Starts the daemon and waits until it accepts a recording stream from the monitor.
+    init() async throws {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        guard let executable = path.split(separator: ":").map({ "\($0)/pulseaudio" })
+            .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
+        else {
+            throw NearbyError(.mediumUnavailable, "pulseaudio is not installed (scripts/install-deps.sh installs it)")
+        }
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-pulse-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = [
+            "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no", "--log-target=stderr",
+            "-L", "module-null-sink sink_name=nearby",
+            "-L", "module-native-protocol-unix socket=\(directory.path)/native auth-anonymous=1",
+        ]
+        process.environment = [
+            "PATH": path, "HOME": directory.path, "XDG_RUNTIME_DIR": directory.path,
+            "XDG_CONFIG_HOME": directory.path,
+        ]
+        _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("log").path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: directory.appendingPathComponent("log"))
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let server = self.server
+        let monitor = self.monitor
+        _ = try await eventually(within: 20, "the private PulseAudio daemon to accept a recording stream") {
+            (try? PulseAudioRecorder(server: server, source: monitor)).map { _ in true }
+        }
+    }
+
+    /// Stops the daemon (by its PID) and removes its directory.
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// Runs blocking `body` on a thread of its own (PulseAudio's simple API blocks) and returns its result.
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread {
+            continuation.resume(with: Result { try body() })
+        }
+    }
+}
