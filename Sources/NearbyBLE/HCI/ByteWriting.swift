@@ -40,11 +40,15 @@ extension ByteReader {
         self.init(bytes, context: context, code: .malformedHCIPacket)
     }
 
+    /// Reads one byte.
     mutating func u8(_ field: String) throws(NearbyError) -> UInt8 { try readByte(field) }
 
+    /// Reads a little-endian `UInt16`.
     mutating func u16(_ field: String) throws(NearbyError) -> UInt16 { try readUInt16LittleEndian(field) }
 
+    /// Reads `count` bytes.
     mutating func take(_ count: Int, _ field: String) throws(NearbyError) -> [UInt8] { try readBytes(count, field) }
 
+    /// Reads every byte left.
     mutating func rest() -> [UInt8] { readRest() }
 }
