@@ -5,7 +5,7 @@ import NearbyCore
 public final class Advertiser: Sendable {
     /// The manager this advertiser belongs to.
     public let connectionManager: ConnectionManager
-    private let delegateBox = LockedState(WeakAdvertiserDelegate())
+    private let delegateBox = LockedValue(WeakAdvertiserDelegate())
 
     struct WeakAdvertiserDelegate { weak var value: (any AdvertiserDelegate)? }
 

@@ -43,13 +43,13 @@ public final class ConnectionManager: Sendable {
 
     let engine: NearbyEngine
     let options: ConnectionOptions
-    private let subscribers = LockedState<[UUID: Subscriber]>([:])
+    private let subscribers = LockedValue<[UUID: Subscriber]>([:])
 
     struct Subscriber {
         let continuation: AsyncStream<ConnectionEvent>.Continuation
         let overflow: EventOverflowWarning
     }
-    private let state = LockedState(DelegateState())
+    private let state = LockedValue(DelegateState())
     private let router = LockedValue<Task<Void, Never>?>(nil)
 
     struct DelegateState {

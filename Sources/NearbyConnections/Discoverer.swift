@@ -5,7 +5,7 @@ import NearbyCore
 public final class Discoverer: Sendable {
     /// The manager this discoverer belongs to.
     public let connectionManager: ConnectionManager
-    private let delegateBox = LockedState(WeakDiscovererDelegate())
+    private let delegateBox = LockedValue(WeakDiscovererDelegate())
 
     struct WeakDiscovererDelegate { weak var value: (any DiscovererDelegate)? }
 

@@ -32,7 +32,7 @@ struct AdvertiseCommand: AsyncParsableCommand {
         let session = PeerSession(manager: manager, output: output, decision: accept ? .accept : .askOrReject, echo: echo)
         let subscription = manager.events
         let events = Task { for await event in subscription { await session.handle(event) } }
-        let cancelSignal = CancelSignal.install { await session.cancelInFlight() }
+        let cancelSignal = await CancelSignal.install { await session.cancelInFlight() }
         defer { cancelSignal.cancel() }
         let advertiser = Advertiser(connectionManager: manager)
         let sessions: [any AdvertisingSession]
@@ -45,8 +45,9 @@ struct AdvertiseCommand: AsyncParsableCommand {
         for advertising in sessions {
             output.event(
                 "advertising",
-                ["endpoint_id": manager.localEndpointID, "port": advertising.port ?? 0, "service_type": serviceType,
-                 "medium": advertising.medium.rawValue, "discoverable": advertising.discoverabilityProblem == nil],
+                AdvertisingEvent(
+                    endpointID: manager.localEndpointID, port: advertising.port ?? 0, serviceType: serviceType,
+                    medium: advertising.medium.rawValue, discoverable: advertising.discoverabilityProblem == nil),
                 human: advertising.medium == .ble
                     ? "advertising as \(manager.localEndpointID) over BLE (\(advertising.advertisedName))"
                     : "advertising as \(manager.localEndpointID) on port \(advertising.port ?? 0) (\(serviceType))")

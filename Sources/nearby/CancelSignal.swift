@@ -1,15 +1,16 @@
-import Dispatch
 import Foundation
+import UnixSignals
 
 /// SIGUSR1 cancels every payload in flight (incoming and outgoing) of this `nearby` process; the connection stays
 /// up. This is how scripts (the fault soak) cancel a transfer from either side.
 enum CancelSignal {
-    /// Installs the SIGUSR1 handler; `cancel` runs once per signal. Keep the returned source alive.
-    static func install(_ cancel: @escaping @Sendable () async -> Void) -> any DispatchSourceSignal {
+    /// Traps SIGUSR1 and runs `cancel` once per signal, until the returned task is cancelled. The handler is in
+    /// place when this returns.
+    static func install(_ cancel: @escaping @Sendable () async -> Void) async -> Task<Void, Never> {
         signal(SIGUSR1, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: DispatchQueue(label: "nearby.cancel"))
-        source.setEventHandler { Task { await cancel() } }
-        source.resume()
-        return source
+        let signals = await UnixSignalsSequence(trapping: .sigusr1)
+        return Task {
+            for await _ in signals { await cancel() }
+        }
     }
 }

@@ -10,11 +10,11 @@ struct CommonOptions: ParsableArguments {
     @Option(name: .customLong("service-id"), help: "The service ID both sides use.")
     var serviceID: String
 
-    @Option(help: "point-to-point, star or cluster.")
-    var strategy: String = "point-to-point"
+    @Option(help: "How endpoints may connect.")
+    var strategy: Strategy = .pointToPoint
 
-    @Option(name: .customLong("medium"), help: "wifi-lan or ble (repeatable; default: all available).")
-    var mediums: [String] = []
+    @Option(name: .customLong("medium"), help: "A medium to use (repeatable; default: all available).")
+    var mediums: [MediumKind] = []
 
     @Option(help: "BLE controller transport: tcp:HOST:PORT, uart:/dev/ttyX[@BAUD] or hci:N.")
     var hci: String?
@@ -47,24 +47,16 @@ struct CommonOptions: ParsableArguments {
     var keepAliveTimeoutMillis: Int?
 
     func validate() throws {
-        guard Strategy(rawValue: strategy) != nil else {
-            throw ValidationError("--strategy must be point-to-point, star or cluster")
-        }
-        for medium in mediums where MediumKind(rawValue: medium) == nil {
-            throw ValidationError("--medium must be wifi-lan or ble, got '\(medium)'")
-        }
         if let maxReceiveBytes, maxReceiveBytes < 0 {
             throw ValidationError("--max-receive-bytes must be 0 or more, got \(maxReceiveBytes)")
         }
         if let minFreeSpace, minFreeSpace < 0 {
             throw ValidationError("--min-free-space must be 0 or more, got \(minFreeSpace)")
         }
-        if mediums.contains(MediumKind.ble.rawValue), hci == nil {
+        if mediums.contains(.ble), hci == nil {
             throw ValidationError("--medium ble needs --hci tcp:HOST:PORT, uart:/dev/ttyX[@BAUD] or hci:N")
         }
     }
-
-    var parsedStrategy: Strategy { Strategy(rawValue: strategy) ?? .pointToPoint }
 
     var keepAlive: KeepAliveSettings {
         guard let interval = keepAliveIntervalMillis, let timeout = keepAliveTimeoutMillis else { return .default }
@@ -88,14 +80,14 @@ struct CommonOptions: ParsableArguments {
     /// The mediums to advertise and discover on: those of `--medium`, or `nil` for all of the manager's.
     var announcedMediums: Set<NearbyConnections.Medium>? {
         guard !mediums.isEmpty else { return nil }
-        return Set(mediums.compactMap(MediumKind.init(rawValue:)).map { $0 == .ble ? .ble : .wifiLAN })
+        return Set(mediums.map { $0 == .ble ? .ble : .wifiLAN })
     }
 
     /// The manager for this run, with the mediums the options select. With BLE and without `--no-upgrade`, Wi-Fi
     /// LAN is there too as the bandwidth upgrade target, even when `--medium ble` keeps advertising and discovery
     /// on BLE.
     func makeManager(receiveDirectory: URL, listenPort: Int? = nil) throws -> ConnectionManager {
-        let selected = Set(mediums.compactMap(MediumKind.init(rawValue:)))
+        let selected = Set(mediums)
         let logger = makeLogger()
         var selectedMediums: [any NearbyCore.Medium]
         do {
@@ -110,7 +102,7 @@ struct CommonOptions: ParsableArguments {
         let options = ConnectionOptions(
             mediums: selectedMediums, receiveDirectory: receiveDirectory, keepAlive: keepAlive, listenPort: listenPort,
             autoUpgradeBandwidth: !noUpgrade, limits: limits, logger: logger)
-        return ConnectionManager(serviceID: serviceID, strategy: parsedStrategy, options: options)
+        return ConnectionManager(serviceID: serviceID, strategy: strategy, options: options)
     }
 }
 
@@ -141,3 +133,9 @@ struct EndpointInfoOptions: ParsableArguments {
         }
     }
 }
+
+/// `--strategy point-to-point|star|cluster`, parsed once by ArgumentParser.
+extension Strategy: ExpressibleByArgument {}
+
+/// `--medium wifi-lan|ble`, parsed once by ArgumentParser.
+extension MediumKind: ExpressibleByArgument {}

@@ -25,10 +25,10 @@ struct DiscoverCommand: AsyncParsableCommand {
                 case .endpointFound(let id, let context, let medium):
                     output.event(
                         "endpoint_found",
-                        ["endpoint_id": id, "endpoint_info_hex": Hex.encode(context), "medium": medium.rawValue],
+                        EndpointFoundEvent(endpointID: id, endpointInfoHex: Hex.encode(context), medium: medium.rawValue),
                         human: "found \(id) (\(PeerSession.display(context))) over \(medium)")
                 case .endpointLost(let id):
-                    output.event("endpoint_lost", ["endpoint_id": id], human: "lost \(id)")
+                    output.event("endpoint_lost", EndpointEvent(endpointID: id), human: "lost \(id)")
                 case .discoveryFailed(let medium, let error):
                     return CLIFailure("discovery over \(medium) failed: \(error.message)")
                 default:

@@ -1,17 +1,22 @@
 import Foundation
 import NearbyConnections
+import NearbyCore
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Writes the tool's events: one JSON object per line with `--json`, readable lines otherwise, and a progress bar
 /// on a terminal.
-final class EventOutput: @unchecked Sendable {
+final class EventOutput: Sendable {
     let json: Bool
     private let isTerminal = isatty(STDOUT_FILENO) == 1
-    private let lock = NSLock()
-    private var progressShown = false
-    private var lastProgress: [Int64: (time: ContinuousClock.Instant, percent: Int)] = [:]
+    /// The progress bar's state; its lock also keeps lines from different tasks whole.
+    private let progress = LockedValue(Progress())
+
+    private struct Progress {
+        var shown = false
+        var last: [Int64: ContinuousClock.Instant] = [:]
+    }
 
     init(json: Bool) {
         self.json = json
@@ -19,14 +24,12 @@ final class EventOutput: @unchecked Sendable {
 
     /// Prints an event; `human` is its readable form. Both forms escape control characters and bidirectional
     /// overrides (peers choose names, IDs and messages), so every event stays one line.
-    func event(_ name: String, _ fields: KeyValuePairs<String, Any>, human: String) {
-        lock.withLock {
+    func event(_ name: String, _ fields: some Encodable, human: String) {
+        progress.withLock { progress in
             if json {
-                var object: [String: Any] = ["event": name]
-                for (key, value) in fields { object[key] = value }
-                write(Self.encode(object) + "\n")
+                write(Self.encode(event: name, fields) + "\n")
             } else {
-                clearProgress()
+                clearProgress(&progress)
                 write(PeerText.escapedForTerminal(human) + "\n")
             }
         }
@@ -35,34 +38,31 @@ final class EventOutput: @unchecked Sendable {
     /// Prints a transfer update: always in JSON mode (at most every 100 ms per payload while in progress), as a
     /// progress bar on a terminal, otherwise only its final state.
     func transfer(endpointID: String, payloadID: Int64, status: String, bytes: Int64, total: Int64) {
-        lock.withLock {
+        progress.withLock { progress in
             let now = ContinuousClock.now
             let final = status != "in_progress"
-            if !final, let last = lastProgress[payloadID], now - last.time < .milliseconds(100) {
+            if !final, let last = progress.last[payloadID], now - last < .milliseconds(100) {
                 return
             }
-            lastProgress[payloadID] = (now, 0)
-            if final { lastProgress[payloadID] = nil }
+            progress.last[payloadID] = final ? nil : now
             if json {
-                let object: [String: Any] = [
-                    "event": "transfer_update", "endpoint_id": endpointID, "payload_id": payloadID, "status": status,
-                    "bytes": bytes, "total": total,
-                ]
-                write(Self.encode(object) + "\n")
+                let update = TransferUpdateEvent(
+                    endpointID: endpointID, payloadID: payloadID, status: status, bytes: bytes, total: total)
+                write(Self.encode(event: "transfer_update", update) + "\n")
             } else if isTerminal && !final {
                 write("\r" + Self.bar(bytes: bytes, total: total) + " payload \(payloadID)")
-                progressShown = true
+                progress.shown = true
             } else if final {
-                clearProgress()
+                clearProgress(&progress)
                 write(PeerText.escapedForTerminal("payload \(payloadID) from/to \(endpointID): \(status) (\(Self.size(bytes)))") + "\n")
             }
         }
     }
 
-    private func clearProgress() {
-        if progressShown {
+    private func clearProgress(_ progress: inout Progress) {
+        if progress.shown {
             write("\r\u{1B}[2K")
-            progressShown = false
+            progress.shown = false
         }
     }
 
@@ -70,9 +70,13 @@ final class EventOutput: @unchecked Sendable {
         FileHandle.standardOutput.write(Data(text.utf8))
     }
 
-    /// Compact JSON, with control characters and bidirectional overrides as `\uXXXX` escapes.
-    static func encode(_ object: [String: Any]) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]),
+    /// Compact JSON of `fields` with `"event": name` added, sorted keys in snake_case, and control characters and
+    /// bidirectional overrides as `\uXXXX` escapes.
+    static func encode(event name: String, _ fields: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        guard let data = try? encoder.encode(NamedEvent(event: name, fields: fields)),
             let text = String(data: data, encoding: .utf8)
         else { return "{}" }
         return PeerText.escapingUnsafeScalars(inCompactJSON: text)
@@ -96,5 +100,19 @@ final class EventOutput: @unchecked Sendable {
         if bytes >= 1_000_000 { return String(format: "%.1f MB", Double(bytes) / 1_000_000) }
         if bytes >= 1_000 { return String(format: "%.1f kB", Double(bytes) / 1_000) }
         return "\(bytes) B"
+    }
+}
+
+/// An event's fields with its name as one more key: both write into the same JSON object.
+private struct NamedEvent<Fields: Encodable>: Encodable {
+    let event: String
+    let fields: Fields
+
+    private enum CodingKeys: CodingKey { case event }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(event, forKey: .event)
+        try fields.encode(to: encoder)
     }
 }

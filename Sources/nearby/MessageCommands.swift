@@ -23,7 +23,7 @@ extension CommonOptions {
     func makeMessageManager(askConsent: Bool, problems: @escaping @Sendable (NearbyError, _ fatal: Bool) -> Void) throws
         -> (MessageManager, MessageStrategy)
     {
-        let selected = Set(mediums.compactMap(MediumKind.init(rawValue:)))
+        let selected = Set(mediums)
         var strategyMediums: MessageStrategy.Mediums = []
         if selected.isEmpty || selected.contains(.wifiLAN) { strategyMediums.insert(.wifiLAN) }
         if selected.contains(.ble) || (selected.isEmpty && hci != nil) { strategyMediums.insert(.ble) }
@@ -123,8 +123,9 @@ struct PublishCommand: AsyncParsableCommand {
         }
         output.event(
             "publishing",
-            ["endpoint_id": publication.endpointID, "size": payload.content.count, "namespace": payload.namespace,
-             "type": payload.type, "mediums": publication.mediums.map(\.rawValue)],
+            PublishingEvent(
+                endpointID: publication.endpointID, size: payload.content.count, namespace: payload.namespace,
+                type: payload.type, mediums: publication.mediums.map(\.rawValue)),
             human: "publishing \(payload.content.count) bytes as \(publication.endpointID)")
         let failure = await firstOf(
             { await sink.first().map { CLIFailure("cannot publish: \($0.message)") } },
@@ -180,8 +181,7 @@ struct SubscribeCommand: AsyncParsableCommand {
                 let message = event.message
                 output.event(
                     "message_\(event.kind.rawValue)",
-                    ["message": message.text ?? "", "message_hex": Hex.encode(message.content),
-                     "namespace": message.namespace, "type": message.type, "size": message.content.count],
+                    MessageEventFields(message),
                     human: "\(event.kind): \(message.namespace)/\(message.type): \(message.text ?? Hex.encode(message.content))")
             }
         }
@@ -253,49 +253,17 @@ struct BeaconsCommand: AsyncParsableCommand {
             options: SubscribeOptions(beaconStrategy: strategy, deviceTypes: .bleBeacons, ttl: nil))
         let events = subscription.events
         let printing = Task {
-            for await event in events where event.beacon != nil {
-                let name = event.kind == .found ? "beacon_found" : "beacon_lost"
-                var object = Self.fields(event)
-                object["event"] = name
-                if json {
-                    FileHandle.standardOutput.write(Data((EventOutput.encode(object) + "\n").utf8))
-                } else {
-                    output.event(name, [:], human: "\(event.kind): \(event.beacon?.frame.kind ?? "") \(event.beacon?.address ?? "")")
-                }
+            for await event in events {
+                guard let beacon = event.beacon else { continue }
+                output.event(
+                    event.kind == .found ? "beacon_found" : "beacon_lost", BeaconEventFields(beacon),
+                    human: "\(event.kind): \(beacon.frame.kind) \(beacon.address)")
             }
         }
         let failure = await sink.firstFailure(prefix: "BLE scanning failed", timeout: timeout)
         await subscription.cancel()
         printing.cancel()
         if let failure { throw failure }
-    }
-
-    /// The contract's fields of a beacon event.
-    static func fields(_ event: MessageEvent) -> [String: Any] {
-        guard let beacon = event.beacon else { return [:] }
-        var fields: [String: Any] = ["kind": beacon.frame.kind, "address": beacon.address, "rssi": beacon.rssi]
-        if let distance = beacon.estimatedDistance { fields["distance_m"] = (distance * 100).rounded() / 100 }
-        switch beacon.frame {
-        case .eddystoneUID(let namespace, let instance, let tx):
-            fields["namespace"] = Hex.encode(namespace); fields["instance"] = Hex.encode(instance); fields["tx_power"] = tx
-        case .eddystoneURL(let url, let tx):
-            fields["url"] = url; fields["tx_power"] = tx
-        case .eddystoneTLM(let t):
-            fields["version"] = 0; fields["battery_mv"] = Int(t.batteryMillivolts)
-            fields["temperature_c"] = t.temperatureCelsius ?? NSNull(); fields["adv_count"] = Int(t.advertisingCount)
-            fields["uptime_s"] = t.uptimeSeconds
-        case .eddystoneEncryptedTLM(let ciphertext, let salt, let mic):
-            fields["version"] = 1; fields["etlm_hex"] = Hex.encode(ciphertext); fields["salt"] = Int(salt); fields["mic"] = Int(mic)
-        case .eddystoneEID(let id, let tx):
-            fields["eid"] = Hex.encode(id); fields["tx_power"] = tx
-        case .iBeacon(let uuid, let major, let minor, let power):
-            fields["uuid"] = uuid.uuidString.lowercased(); fields["major"] = Int(major); fields["minor"] = Int(minor)
-            fields["tx_power"] = power
-        case .altBeacon(let manufacturer, let id, let power, let reserved):
-            fields["manufacturer"] = Int(manufacturer); fields["beacon_id"] = Hex.encode(id); fields["tx_power"] = power
-            fields["reserved"] = Int(reserved)
-        }
-        return fields
     }
 }
 
@@ -332,22 +300,14 @@ struct ReplayReportSource: AdvertisingReportSource {
 /// (some, like a signal wait, do not end on cancellation, and the command is about to exit).
 func firstOf<T: Sendable>(_ bodies: (@Sendable () async -> T)...) async -> T {
     let race = TimeoutRace<T>()
-    let tasks = LockedTasks()
+    let tasks = LockedValue<[Task<Void, Never>]>([])
     let result = try? await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
         race.set(continuation)
         for body in bodies {
-            tasks.append(Task { race.finish(.success(await body())) })
+            let task = Task { race.finish(.success(await body())) }
+            tasks.withLock { $0.append(task) }
         }
     }
-    tasks.cancelAll()
+    for task in tasks.withLock({ $0 }) { task.cancel() }
     return result!
-}
-
-/// Tasks to cancel together.
-final class LockedTasks: @unchecked Sendable {
-    private let lock = NSLock()
-    private var tasks: [Task<Void, Never>] = []
-
-    func append(_ task: Task<Void, Never>) { lock.withLock { tasks.append(task) } }
-    func cancelAll() { for task in lock.withLock({ tasks }) { task.cancel() } }
 }

@@ -35,8 +35,9 @@ actor PeerSession {
         case .connectionRequested(let id, let context, let code, let incoming):
             output.event(
                 "connection_initiated",
-                ["endpoint_id": id, "endpoint_info_hex": Hex.encode(context), "digits": code.digits,
-                 "token": code.token, "incoming": incoming],
+                ConnectionInitiatedEvent(
+                    endpointID: id, endpointInfoHex: Hex.encode(context), digits: code.digits, token: code.token,
+                    incoming: incoming),
                 human: "connection \(incoming ? "from" : "to") \(id) (\(Self.display(context))): code \(code.digits), token \(code.token)")
             let accepted = await decide(id, code: code, context: context)
             do {
@@ -52,25 +53,24 @@ actor PeerSession {
         case .stateChanged(let id, let state, let error):
             states[id] = state
             switch state {
-            case .connected: output.event("connected", ["endpoint_id": id], human: "connected to \(id)")
-            case .rejected: output.event("rejected", ["endpoint_id": id], human: "connection with \(id) rejected")
+            case .connected: output.event("connected", EndpointEvent(endpointID: id), human: "connected to \(id)")
+            case .rejected: output.event("rejected", EndpointEvent(endpointID: id), human: "connection with \(id) rejected")
             case .disconnected:
-                var fields: [String: Any] = ["endpoint_id": id]
-                if let error { fields["error"] = error.message }
-                output.event("disconnected", ["endpoint_id": id, "error": error?.message ?? NSNull()],
+                output.event("disconnected", DisconnectedEvent(endpointID: id, error: error?.message),
                              human: "disconnected from \(id)" + (error.map { ": \($0.message)" } ?? ""))
             case .connecting: break
             }
             resumeStateWaiters(id, state)
         case .mediumChanged(let id, let medium):
             output.event(
-                "medium_changed", ["endpoint_id": id, "medium": medium.rawValue],
+                "medium_changed", MediumChangedEvent(endpointID: id, medium: medium.rawValue),
                 human: "connection with \(id) moved to \(medium)")
         case .bytesReceived(let id, let payloadID, let data):
             output.event(
                 "payload_received",
-                ["endpoint_id": id, "payload_id": payloadID, "type": "bytes", "size": data.count,
-                 "sha256": Digests.sha256(data)],
+                PayloadReceivedEvent(
+                    endpointID: id, payloadID: payloadID, type: "bytes", size: Int64(data.count),
+                    sha256: Digests.sha256(data)),
                 human: "received \(data.count) bytes from \(id): \(Self.display(data))")
             if echo {
                 _ = try? await manager.send(data, to: id)
@@ -79,8 +79,8 @@ actor PeerSession {
             let (digest, size) = (try? Digests.sha256(fileAt: url)) ?? ("", 0)
             output.event(
                 "payload_received",
-                ["endpoint_id": id, "payload_id": payloadID, "type": "file", "size": size, "sha256": digest,
-                 "path": url.path],
+                PayloadReceivedEvent(
+                    endpointID: id, payloadID: payloadID, type: "file", size: size, sha256: digest, path: url.path),
                 human: "received file \(url.path) (\(EventOutput.size(size)), sha256 \(digest))")
         case .streamReceived(let id, let payloadID, let stream):
             let output = self.output
@@ -90,8 +90,9 @@ actor PeerSession {
                     for try await chunk in stream { running.update(chunk) }
                     output.event(
                         "payload_received",
-                        ["endpoint_id": id, "payload_id": payloadID, "type": "stream", "size": running.size,
-                         "sha256": running.finish()],
+                        PayloadReceivedEvent(
+                            endpointID: id, payloadID: payloadID, type: "stream", size: running.size,
+                            sha256: running.finish()),
                         human: "received a stream of \(EventOutput.size(running.size)) from \(id)")
                 } catch {
                     EventOutput.warn("stream \(payloadID) broke: \(error)")
@@ -122,7 +123,7 @@ actor PeerSession {
     /// Cancels every payload in flight, in either direction (SIGUSR1).
     func cancelInFlight() async {
         for id in inFlight.sorted() {
-            output.event("cancel_requested", ["payload_id": id], human: "cancelling payload \(id)")
+            output.event("cancel_requested", CancelRequestedEvent(payloadID: id), human: "cancelling payload \(id)")
             await manager.cancel(id)
         }
     }

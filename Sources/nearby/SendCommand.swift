@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NearbyConnections
+import NearbyCore
 import NearbyWire
 
 /// `nearby send`: connect to an endpoint, send payloads in order, disconnect.
@@ -60,7 +61,7 @@ struct SendCommand: AsyncParsableCommand {
         let session = PeerSession(manager: manager, output: output, decision: accept ? .accept : .askOrReject)
         let subscription = manager.events
         let events = Task { for await event in subscription { await session.handle(event) } }
-        let cancelSignal = CancelSignal.install { await session.cancelInFlight() }
+        let cancelSignal = await CancelSignal.install { await session.cancelInFlight() }
         defer { cancelSignal.cancel() }
         let discoverer = Discoverer(connectionManager: manager)
         defer { withExtendedLifetime(discoverer) {} }
@@ -97,7 +98,7 @@ struct SendCommand: AsyncParsableCommand {
             let id = PayloadID.unique()
             let result = try await sendAndWaitStream(manager, session, id, source: source, peer: peer)
             output.event(
-                "payload_sent", ["payload_id": id, "type": "stream", "size": result.size, "sha256": result.digest],
+                "payload_sent", PayloadSentEvent(payloadID: id, type: "stream", size: result.size, sha256: result.digest),
                 human: "sent a stream of \(EventOutput.size(result.size)) (sha256 \(result.digest))")
         }
         if linger > 0 {
@@ -148,7 +149,7 @@ struct SendCommand: AsyncParsableCommand {
         let result = await session.waitForOutgoing(id)
         guard result == .success else { throw CLIFailure("sending payload \(id) ended with \(result)") }
         output.event(
-            "payload_sent", ["payload_id": id, "type": type, "size": size, "sha256": sha256],
+            "payload_sent", PayloadSentEvent(payloadID: id, type: type, size: size, sha256: sha256),
             human: "sent \(type) payload \(id) (\(EventOutput.size(size)), sha256 \(sha256))")
     }
 
@@ -176,17 +177,17 @@ struct SendCommand: AsyncParsableCommand {
 }
 
 /// Reads a stream payload's bytes from a file or standard input, hashing them on the way.
-final class StreamSource: @unchecked Sendable {
+final class StreamSource: Sendable {
     private let handle: FileHandle?
-    private var running = Digests.Running()
-    private let lock = NSLock()
+    /// The digest so far; its lock also keeps reads in order.
+    private let running = LockedValue(Digests.Running())
 
     init(path: String) {
         handle = path == "-" ? FileHandle.standardInput : FileHandle(forReadingAtPath: path)
     }
 
     func next() -> [UInt8]? {
-        lock.withLock {
+        running.withLock { running in
             guard let handle, let data = try? handle.read(upToCount: 65_536), !data.isEmpty else { return nil }
             let bytes = Array(data)
             running.update(bytes)
@@ -195,6 +196,6 @@ final class StreamSource: @unchecked Sendable {
     }
 
     func summary() -> (size: Int64, digest: String) {
-        lock.withLock { (running.size, running.finish()) }
+        running.withLock { ($0.size, $0.finish()) }
     }
 }

@@ -1,31 +1,18 @@
-import Dispatch
 import Foundation
+import NearbyCore
+import UnixSignals
 
 /// Waits for SIGINT or SIGTERM.
 enum Signals {
+    /// Returns the number of the first SIGINT or SIGTERM that arrives from now on. Both signals are ignored from the
+    /// first call on, so a second one does not kill the process while it shuts down.
     static func waitForTermination() async -> Int32 {
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
-        return await withCheckedContinuation { continuation in
-            let queue = DispatchQueue(label: "nearby.signals")
-            let resumed = NSLock()
-            nonisolated(unsafe) var done = false
-            // All sources exist before any runs: a handler reads the list while a signal may already be arriving
-            // (the list was once appended to after the first source was resumed, a data race TSan reported).
-            let numbers = [SIGINT, SIGTERM]
-            nonisolated(unsafe) let sources = numbers.map { DispatchSource.makeSignalSource(signal: $0, queue: queue) }
-            for (number, source) in zip(numbers, sources) {
-                source.setEventHandler {
-                    resumed.lock()
-                    defer { resumed.unlock() }
-                    guard !done else { return }
-                    done = true
-                    sources.forEach { $0.cancel() }
-                    continuation.resume(returning: number)
-                }
-            }
-            sources.forEach { $0.resume() }
+        for await signal in await UnixSignalsSequence(trapping: .sigint, .sigterm) {
+            return signal.rawValue
         }
+        return SIGTERM  // the sequence never ends while it is iterated
     }
 }
 
@@ -48,16 +35,15 @@ func withTimeout<T: Sendable>(_ seconds: Double?, _ message: String, _ body: @es
 }
 
 /// Resumes a continuation once, with whichever result comes first.
-final class TimeoutRace<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<T, any Error>?
+final class TimeoutRace<T: Sendable>: Sendable {
+    private let continuation = LockedValue<CheckedContinuation<T, any Error>?>(nil)
 
     func set(_ continuation: CheckedContinuation<T, any Error>) {
-        lock.withLock { self.continuation = continuation }
+        self.continuation.withLock { $0 = continuation }
     }
 
     func finish(_ result: Result<T, any Error>) {
-        let pending = lock.withLock { () -> CheckedContinuation<T, any Error>? in
+        let pending = continuation.withLock { continuation in
             defer { continuation = nil }
             return continuation
         }

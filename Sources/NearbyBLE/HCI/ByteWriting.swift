@@ -29,46 +29,26 @@ extension Array where Element == UInt8 {
     }
 }
 
-/// A bounds-checked little-endian reader; every read past the end throws instead of trapping.
-struct LEByteReader {
-    let bytes: [UInt8]
-    private(set) var offset: Int
-    let context: String
-    let code: NearbyError.Code
+/// The bounds-checked reader of HCI and L2CAP packets: NearbyWire's `ByteReader`, whose every read past the end
+/// throws instead of trapping. HCI and L2CAP are little-endian.
+typealias LEByteReader = ByteReader
 
-    init(_ bytes: some Collection<UInt8>, context: String, code: NearbyError.Code = .malformedHCIPacket) {
-        self.bytes = Array(bytes)
-        self.offset = 0
-        self.context = context
-        self.code = code
+/// The HCI and L2CAP spellings of `ByteReader`'s reads.
+extension ByteReader {
+    /// A reader whose errors are ``NearbyError/Code/malformedHCIPacket``.
+    init(_ bytes: some Collection<UInt8>, context: String) {
+        self.init(bytes, context: context, code: .malformedHCIPacket)
     }
 
-    var remaining: Int { bytes.count - offset }
+    /// Reads one byte.
+    mutating func u8(_ field: String) throws(NearbyError) -> UInt8 { try readByte(field) }
 
-    func error(_ message: String) -> NearbyError {
-        NearbyError(code, "\(context): \(message)")
-    }
+    /// Reads a little-endian `UInt16`.
+    mutating func u16(_ field: String) throws(NearbyError) -> UInt16 { try readUInt16LittleEndian(field) }
 
-    mutating func u8(_ field: String) throws -> UInt8 {
-        guard remaining >= 1 else { throw error("truncated at \(field)") }
-        defer { offset += 1 }
-        return bytes[offset]
-    }
+    /// Reads `count` bytes.
+    mutating func take(_ count: Int, _ field: String) throws(NearbyError) -> [UInt8] { try readBytes(count, field) }
 
-    mutating func u16(_ field: String) throws -> UInt16 {
-        guard remaining >= 2 else { throw error("truncated at \(field)") }
-        defer { offset += 2 }
-        return UInt16(bytes[offset]) | UInt16(bytes[offset + 1]) << 8
-    }
-
-    mutating func take(_ count: Int, _ field: String) throws -> [UInt8] {
-        guard count >= 0, remaining >= count else { throw error("truncated at \(field) (\(count) bytes)") }
-        defer { offset += count }
-        return Array(bytes[offset..<(offset + count)])
-    }
-
-    mutating func rest() -> [UInt8] {
-        defer { offset = bytes.count }
-        return Array(bytes[offset...])
-    }
+    /// Reads every byte left.
+    mutating func rest() -> [UInt8] { readRest() }
 }

@@ -16,7 +16,7 @@ import Synchronization
 /// file is created with `O_CREAT|O_EXCL|O_NOFOLLOW`, sized with `fstat` on its descriptor, and linked into place with
 /// `linkat` only after the folder's resolved path is checked to be inside the receive directory. A symbolic link
 /// planted where a folder, the final name or the temporary name would go fails that file and is left untouched.
-final class ReceivedFileStore: @unchecked Sendable {
+final class ReceivedFileStore: Sendable {
     private struct OpenFile {
         var descriptor: Int32
         var folderDescriptor: Int32
@@ -32,8 +32,7 @@ final class ReceivedFileStore: @unchecked Sendable {
     let directory: URL
     /// The free space that must remain on the receive directory's file system.
     let minimumFreeSpace: Int64
-    private var open: [PayloadID: OpenFile] = [:]
-    private let lock = NSLock()
+    private let openFiles = LockedValue<[PayloadID: OpenFile]>([:])
     private let temporaryName: @Sendable () -> String
     private let availableSpace: @Sendable (Int32) -> Int64?
     private static let temporaryCounter = Atomic<UInt64>(0)
@@ -84,7 +83,7 @@ final class ReceivedFileStore: @unchecked Sendable {
             Glibc.close(folderDescriptor)
             throw NearbyError(.endpointIoError, "cannot create the temporary file \(temporary): \(reason)")
         }
-        lock.withLock {
+        openFiles.withLock { open in
             open[id] = OpenFile(
                 descriptor: descriptor, folderDescriptor: folderDescriptor, temporaryName: temporary, folder: folder,
                 fileName: sanitizedName, written: 0, unknownSize: totalSize < 0)
@@ -94,7 +93,7 @@ final class ReceivedFileStore: @unchecked Sendable {
     /// Appends bytes to payload `id`'s temporary file. For a file of unknown size, first checks that the bytes leave
     /// the free-space floor.
     func write(_ id: PayloadID, _ data: Data) throws(NearbyError) {
-        guard let file = lock.withLock({ open[id] }) else {
+        guard let file = openFiles.withLock({ $0[id] }) else {
             throw NearbyError(.endpointIoError, "no open file for payload \(id)")
         }
         if file.unknownSize {
@@ -116,12 +115,12 @@ final class ReceivedFileStore: @unchecked Sendable {
         guard failure == 0 else {
             throw NearbyError(.endpointIoError, "writing \(file.temporaryName): \(Self.reason(failure))")
         }
-        lock.withLock { open[id]?.written += Int64(data.count) }
+        openFiles.withLock { $0[id]?.written += Int64(data.count) }
     }
 
     /// Closes payload `id`'s file, checks its size, and moves it to its final name; returns that path.
     func finish(_ id: PayloadID, expectedSize: Int64) throws(NearbyError) -> URL {
-        guard let file = lock.withLock({ open.removeValue(forKey: id) }) else {
+        guard let file = openFiles.withLock({ $0.removeValue(forKey: id) }) else {
             throw NearbyError(.endpointIoError, "no open file for payload \(id)")
         }
         defer {
@@ -155,7 +154,7 @@ final class ReceivedFileStore: @unchecked Sendable {
 
     /// Closes and deletes payload `id`'s temporary file, if any.
     func discard(_ id: PayloadID) {
-        guard let file = lock.withLock({ open.removeValue(forKey: id) }) else { return }
+        guard let file = openFiles.withLock({ $0.removeValue(forKey: id) }) else { return }
         Glibc.close(file.descriptor)
         unlinkat(file.folderDescriptor, file.temporaryName, 0)
         Glibc.close(file.folderDescriptor)
@@ -163,7 +162,7 @@ final class ReceivedFileStore: @unchecked Sendable {
 
     /// Deletes every temporary file still open.
     func discardAll() {
-        for id in lock.withLock({ Array(open.keys) }) {
+        for id in openFiles.withLock({ Array($0.keys) }) {
             discard(id)
         }
     }

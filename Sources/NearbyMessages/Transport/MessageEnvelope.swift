@@ -65,9 +65,9 @@ public enum MessageEnvelope: Sendable, Hashable {
     /// Decodes an envelope.
     /// - Throws: `NearbyError` with code `.invalidAdvertisement` when the bytes are not an envelope of this version.
     public static func decode(_ bytes: some Collection<UInt8>) throws(NearbyError) -> MessageEnvelope {
-        var reader = EnvelopeReader(Array(bytes))
-        guard try reader.byte() == magic else { throw NearbyError(.invalidAdvertisement, "not a message envelope") }
-        let versionAndKind = try reader.byte()
+        var reader = ByteReader(bytes, context: "message envelope", code: .invalidAdvertisement)
+        guard try reader.readByte("magic") == magic else { throw NearbyError(.invalidAdvertisement, "not a message envelope") }
+        let versionAndKind = try reader.readByte("version and kind")
         guard versionAndKind >> 4 == version else {
             throw NearbyError(.invalidAdvertisement, "message envelope version \(versionAndKind >> 4) is not supported")
         }
@@ -78,15 +78,15 @@ public enum MessageEnvelope: Sendable, Hashable {
         case .fetchRequest:
             return .fetchRequest
         case .message:
-            let namespace = try reader.label()
-            let type = try reader.label()
-            return .message(Message(content: Data(reader.rest()), namespace: namespace, type: type))
+            let namespace = try reader.readLabel("namespace")
+            let type = try reader.readLabel("type")
+            return .message(Message(content: Data(reader.readRest()), namespace: namespace, type: type))
         case .descriptor:
-            let namespace = try reader.label()
-            let type = try reader.label()
-            let length = try reader.bytes(4).reduce(0) { $0 << 8 | Int($1) }
-            let digest = try reader.bytes(digestLength)
-            guard reader.rest().isEmpty else { throw NearbyError(.invalidAdvertisement, "trailing bytes after a descriptor") }
+            let namespace = try reader.readLabel("namespace")
+            let type = try reader.readLabel("type")
+            let length = Int(try reader.readUInt32BigEndian("content length"))
+            let digest = try reader.readBytes(digestLength, "digest")
+            guard reader.remaining == 0 else { throw NearbyError(.invalidAdvertisement, "trailing bytes after a descriptor") }
             guard length <= Message.maximumContentSize else {
                 throw NearbyError(.invalidAdvertisement, "descriptor announces \(length) bytes, over the maximum")
             }
@@ -137,31 +137,14 @@ public struct MessageDescriptor: Sendable, Hashable {
     }
 }
 
-struct EnvelopeReader {
-    private let bytes: [UInt8]
-    private var offset = 0
-
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    mutating func byte() throws(NearbyError) -> UInt8 { try bytes(1)[0] }
-
-    mutating func bytes(_ count: Int) throws(NearbyError) -> [UInt8] {
-        guard bytes.count - offset >= count else { throw NearbyError(.invalidAdvertisement, "message envelope is truncated") }
-        defer { offset += count }
-        return Array(bytes[offset..<offset + count])
-    }
-
-    mutating func label() throws(NearbyError) -> String {
-        let count = Int(try byte())
-        let raw = try bytes(count)
+extension ByteReader {
+    /// Reads a label: a length byte, then that many bytes of UTF-8.
+    fileprivate mutating func readLabel(_ field: String) throws(NearbyError) -> String {
+        let count = Int(try readByte("\(field) length"))
+        let raw = try readBytes(count, field)
         guard let text = String(validating: raw, as: UTF8.self) else {
             throw NearbyError(.invalidAdvertisement, "message label is not UTF-8")
         }
         return text
-    }
-
-    mutating func rest() -> [UInt8] {
-        defer { offset = bytes.count }
-        return Array(bytes[offset...])
     }
 }

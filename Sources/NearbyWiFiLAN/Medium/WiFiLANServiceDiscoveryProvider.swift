@@ -1,9 +1,11 @@
+import NearbyCore
+
 /// Creates the DNS-SD client of a ``WiFiLANMedium`` on first use and keeps it.
 ///
 /// A failed creation is not remembered: the next call tries again, so a medium recovers once avahi-daemon starts.
 final class WiFiLANServiceDiscoveryProvider: Sendable {
     private let factory: @Sendable () throws -> any DNSServiceDiscovery
-    private let cached = WiFiLANLockedValue<(any DNSServiceDiscovery)?>(nil)
+    private let cached = LockedValue<(any DNSServiceDiscovery)?>(nil)
 
     /// Wraps `factory`, which is called until it succeeds once.
     init(factory: @escaping @Sendable () throws -> any DNSServiceDiscovery) {

@@ -30,7 +30,7 @@ public final class TCPEndpointChannel: EndpointChannel {
     private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
     private let outputDone: EventLoopFuture<Void>
     private let inbound: TCPInboundFrames
-    private let state = WiFiLANLockedValue(TCPChannelState())
+    private let state = LockedValue(TCPChannelState())
     private let logger: Logger
 
     /// Sets up the framing pipeline on a freshly created NIO channel and wraps it.

@@ -66,13 +66,13 @@ public struct BleAdvertisementHeader: Hashable, Sendable {
     /// - Throws: ``NearbyError`` with code ``NearbyError/Code/invalidAdvertisement`` when the length is neither 15
     ///   nor 17 or the version is not 2.
     public init(decoding bytes: [UInt8]) throws {
-        var reader = AdvertisementByteReader(bytes, context: "BLE advertisement header")
+        var reader = ByteReader(bytes, context: "BLE advertisement header", code: .invalidAdvertisement)
         guard bytes.count == Self.lengthWithoutPSM || bytes.count == Self.length else {
-            throw reader.invalid("expected \(Self.lengthWithoutPSM) or \(Self.length) bytes, got \(bytes.count)")
+            throw reader.error("expected \(Self.lengthWithoutPSM) or \(Self.length) bytes, got \(bytes.count)")
         }
         let first = try reader.readByte("version byte")
         guard first >> 5 == Self.version else {
-            throw reader.invalid("unsupported version \(first >> 5)")
+            throw reader.error("unsupported version \(first >> 5)")
         }
         let filterBytes = try reader.readBytes(BleServiceIDBloomFilter.byteCount, "service-ID Bloom filter")
         let hash = try reader.readBytes(Self.advertisementHashLength, "advertisement hash")

@@ -129,18 +129,18 @@ public struct BleConnectionsAdvertisement: Hashable, Sendable {
     ///   end.
     public init(decoding bytes: [UInt8], form: Form) throws {
         let context = form == .fast ? "fast BLE advertisement" : "BLE advertisement"
-        var reader = AdvertisementByteReader(bytes, context: context)
+        var reader = ByteReader(bytes, context: context, code: .invalidAdvertisement)
         let minimumLength = form == .fast ? Self.minimumFastLength : Self.minimumRegularLength
         guard bytes.count >= minimumLength else {
-            throw reader.invalid("expected at least \(minimumLength) bytes, got \(bytes.count)")
+            throw reader.error("expected at least \(minimumLength) bytes, got \(bytes.count)")
         }
         let versionAndPCP = try reader.readByte("version and PCP")
         let version = versionAndPCP >> 5
         guard version == Self.version else {
-            throw reader.invalid("unsupported version \(version)")
+            throw reader.error("unsupported version \(version)")
         }
         guard let pcp = PCP(rawValue: versionAndPCP & PCP.bitmask) else {
-            throw reader.invalid("unsupported PCP \(versionAndPCP & PCP.bitmask)")
+            throw reader.error("unsupported PCP \(versionAndPCP & PCP.bitmask)")
         }
         let serviceIDHash: [UInt8] =
             if form == .regular {
@@ -152,7 +152,7 @@ public struct BleConnectionsAdvertisement: Hashable, Sendable {
         let endpointInfoLength = try Int(reader.readByte("endpoint info length"))
         let maxLength = form == .fast ? Self.maxFastEndpointInfoLength : Self.maxEndpointInfoLength
         guard (1...maxLength).contains(endpointInfoLength) else {
-            throw reader.invalid("endpoint info length must be 1…\(maxLength), got \(endpointInfoLength)")
+            throw reader.error("endpoint info length must be 1…\(maxLength), got \(endpointInfoLength)")
         }
         let endpointInfo = try reader.readBytes(endpointInfoLength, "endpoint info")
 

@@ -133,16 +133,16 @@ public struct BleMediumAdvertisement: Hashable, Sendable {
     ///   longer than ``maxLength``, the version or socket version is not 1 or 2, or the hash, data length, data,
     ///   PSM or RX-instant-connection block runs past the end.
     public init(decoding bytes: [UInt8]) throws {
-        var reader = AdvertisementByteReader(bytes, context: "BLE medium advertisement")
+        var reader = ByteReader(bytes, context: "BLE medium advertisement", code: .invalidAdvertisement)
         guard bytes.count <= Self.maxLength else {
-            throw reader.invalid("expected at most \(Self.maxLength) bytes, got \(bytes.count)")
+            throw reader.error("expected at most \(Self.maxLength) bytes, got \(bytes.count)")
         }
         let header = try reader.readByte("version byte")
         guard let version = Version(rawValue: header >> 5) else {
-            throw reader.invalid("unsupported version \(header >> 5)")
+            throw reader.error("unsupported version \(header >> 5)")
         }
         guard let socketVersion = SocketVersion(rawValue: header >> 2 & 0x07) else {
-            throw reader.invalid("unsupported socket version \(header >> 2 & 0x07)")
+            throw reader.error("unsupported socket version \(header >> 2 & 0x07)")
         }
         let isFast = header & Self.fastFlag != 0
         let isSecondProfile = header & Self.secondProfileFlag != 0

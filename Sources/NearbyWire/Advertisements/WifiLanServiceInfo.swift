@@ -93,17 +93,17 @@ public struct WifiLanServiceInfo: Hashable, Sendable {
     ///
     /// - Throws: ``NearbyError`` with code ``NearbyError/Code/invalidAdvertisement``; see ``init(serviceName:)``.
     public init(decoding bytes: [UInt8]) throws {
-        var reader = AdvertisementByteReader(bytes, context: "Wi-Fi LAN service name")
+        var reader = ByteReader(bytes, context: "Wi-Fi LAN service name", code: .invalidAdvertisement)
         guard bytes.count >= Self.minimumDecodedLength else {
-            throw reader.invalid("expected at least \(Self.minimumDecodedLength) bytes, got \(bytes.count)")
+            throw reader.error("expected at least \(Self.minimumDecodedLength) bytes, got \(bytes.count)")
         }
         let versionAndPCP = try reader.readByte("version and PCP")
         let version = versionAndPCP >> 5
         guard version == Self.version else {
-            throw reader.invalid("unsupported version \(version)")
+            throw reader.error("unsupported version \(version)")
         }
         guard let pcp = PCP(rawValue: versionAndPCP & PCP.bitmask) else {
-            throw reader.invalid("unsupported PCP \(versionAndPCP & PCP.bitmask)")
+            throw reader.error("unsupported PCP \(versionAndPCP & PCP.bitmask)")
         }
         let endpointID = try reader.readEndpointID()
         let serviceIDHash = try reader.readBytes(ServiceIDHash.advertisementHashLength, "service-ID hash")
