@@ -4,7 +4,7 @@ import NearbyTestSupport
 import NearbyWire
 import Testing
 
-@testable import NearbyBLE
+import NearbyBLE
 
 /// A BLE peer that stops granting L2CAP credits cannot stall a session: the write waiting for credits is bounded
 /// by the session's write deadline, which closes the channel (failing the credit wait) and ends the session.

@@ -4,7 +4,7 @@ import NearbyTestSupport
 import NearbyWire
 import Testing
 
-@testable import NearbyBLE
+import NearbyBLE
 
 /// Our host against Bumble hosts on linked Bumble virtual controllers (bumble==0.0.236). Each test starts its own
 /// controllers process and peers, and ends them by PID.

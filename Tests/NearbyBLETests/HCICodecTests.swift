@@ -1,7 +1,7 @@
 import NearbyWire
 import Testing
 
-@testable import NearbyBLE
+import NearbyBLE
 
 @Suite("HCI and H4 encoding")
 struct HCICodecTests {

@@ -2,7 +2,7 @@ import NearbyTestSupport
 import NearbyWire
 import Testing
 
-@testable import NearbyBLE
+import NearbyBLE
 
 /// ``HCICommandFlow`` driven by real Command Complete / Command Status bytes.
 @Suite struct HCICommandFlowTests {

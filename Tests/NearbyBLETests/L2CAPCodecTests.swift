@@ -2,7 +2,7 @@ import NearbyCore
 import NearbyWire
 import Testing
 
-@testable import NearbyBLE
+import NearbyBLE
 
 @Suite("ACL and L2CAP encoding")
 struct L2CAPCodecTests {

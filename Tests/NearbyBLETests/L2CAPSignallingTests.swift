@@ -1,7 +1,7 @@
 import NearbyWire
 import Testing
 
-@testable import NearbyBLE
+import NearbyBLE
 
 /// ``L2CAPSignalling`` and ``CreditChannel`` driven by real LE signalling and K-frame bytes.
 @Suite struct L2CAPSignallingTests {

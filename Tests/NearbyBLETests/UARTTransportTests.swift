@@ -2,7 +2,7 @@ import Foundation
 import NearbyWire
 import Testing
 
-@testable import NearbyBLE
+import NearbyBLE
 
 #if canImport(Glibc)
 import Glibc

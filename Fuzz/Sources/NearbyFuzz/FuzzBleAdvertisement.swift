@@ -1,5 +1,5 @@
 import Logging
-@testable import NearbyBLE
+import NearbyBLE
 import NearbyWire
 
 /// Nearby BLE advertisements as a scanner receives them: the advertisement header, the medium advertisement,

@@ -1,9 +1,9 @@
 import NearbyWire
 
 /// An HCI ACL data packet header and its fragmentation and reassembly.
-public struct ACLPacket: Sendable, Hashable {
+package struct ACLPacket: Sendable, Hashable {
     /// Packet boundary flag values.
-    public enum Boundary: UInt8, Sendable {
+    package enum Boundary: UInt8, Sendable {
         /// First fragment, non-flushable (host to controller on LE).
         case firstNonFlushable = 0
         /// Continuing fragment.
@@ -15,14 +15,14 @@ public struct ACLPacket: Sendable, Hashable {
     }
 
     /// Connection handle (12 bits).
-    public var handle: UInt16
+    package var handle: UInt16
     /// Packet boundary flag.
-    public var boundary: Boundary
+    package var boundary: Boundary
     /// The data (a fragment of an L2CAP PDU).
-    public var data: [UInt8]
+    package var data: [UInt8]
 
     /// Creates a packet.
-    public init(handle: UInt16, boundary: Boundary, data: [UInt8]) {
+    package init(handle: UInt16, boundary: Boundary, data: [UInt8]) {
         self.handle = handle
         self.boundary = boundary
         self.data = data
@@ -30,7 +30,7 @@ public struct ACLPacket: Sendable, Hashable {
 
     /// Decodes an ACL packet (no H4 indicator).
     /// - Throws: `.malformedHCIPacket` when the header is short or the length disagrees with the packet.
-    public init(decoding packet: [UInt8]) throws {
+    package init(decoding packet: [UInt8]) throws {
         guard packet.count >= 4 else { throw NearbyError(.malformedHCIPacket, "ACL packet shorter than its header") }
         let word = UInt16(packet[0]) | UInt16(packet[1]) << 8
         let length = Int(packet[2]) | Int(packet[3]) << 8
@@ -43,7 +43,7 @@ public struct ACLPacket: Sendable, Hashable {
     }
 
     /// The packet without the H4 indicator.
-    public var encoded: [UInt8] {
+    package var encoded: [UInt8] {
         var bytes: [UInt8] = []
         bytes.appendLE16((handle & 0x0FFF) | UInt16(boundary.rawValue) << 12)
         bytes.appendLE16(UInt16(data.count))
@@ -52,7 +52,7 @@ public struct ACLPacket: Sendable, Hashable {
 
     /// Splits one L2CAP PDU into ACL packets of at most `maxDataLength` data bytes (the controller's LE ACL buffer
     /// size): the first non-flushable, the rest continuing.
-    public static func fragments(handle: UInt16, pdu: [UInt8], maxDataLength: Int) -> [ACLPacket] {
+    package static func fragments(handle: UInt16, pdu: [UInt8], maxDataLength: Int) -> [ACLPacket] {
         let size = max(1, maxDataLength)
         var packets: [ACLPacket] = []
         var offset = 0
@@ -68,17 +68,17 @@ public struct ACLPacket: Sendable, Hashable {
 }
 
 /// Reassembles L2CAP PDUs (basic header: 2-byte length, 2-byte CID) from ACL fragments of one connection.
-public struct L2CAPReassembler: Sendable {
+package struct L2CAPReassembler: Sendable {
     private var pending: [UInt8] = []
     private var inProgress = false
 
     /// Creates an empty reassembler.
-    public init() {}
+    package init() {}
 
     /// Feeds one ACL packet; returns the complete PDU (header included) when this fragment finishes one.
     /// - Throws: `.malformedL2CAPPacket` for a continuation with nothing to continue, or a PDU longer than its
     ///   header says. The reassembler is reset.
-    public mutating func append(_ packet: ACLPacket) throws -> [UInt8]? {
+    package mutating func append(_ packet: ACLPacket) throws -> [UInt8]? {
         if packet.boundary == .continuing {
             guard inProgress else {
                 throw NearbyError(.malformedL2CAPPacket, "ACL continuation fragment without a start")

@@ -2,9 +2,9 @@
 ///
 /// HCI carries addresses least-significant byte first; ``description`` prints them the usual way, most significant
 /// byte first (`C0:00:00:00:00:0A`).
-public struct BLEAddress: Hashable, Sendable, CustomStringConvertible {
+package struct BLEAddress: Hashable, Sendable, CustomStringConvertible {
     /// The LE address type.
-    public enum Kind: UInt8, Sendable, Hashable {
+    package enum Kind: UInt8, Sendable, Hashable {
         /// A public device address.
         case `public` = 0
         /// A random (here: static random) device address.
@@ -12,12 +12,12 @@ public struct BLEAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The six address bytes in HCI order (least significant first).
-    public let bytes: [UInt8]
+    package let bytes: [UInt8]
     /// Public or random.
-    public let kind: Kind
+    package let kind: Kind
 
     /// Creates an address from its six HCI-order bytes.
-    public init?(hciBytes: [UInt8], kind: Kind) {
+    package init?(hciBytes: [UInt8], kind: Kind) {
         guard hciBytes.count == 6 else { return nil }
         self.bytes = hciBytes
         self.kind = kind
@@ -25,7 +25,7 @@ public struct BLEAddress: Hashable, Sendable, CustomStringConvertible {
 
     /// Parses `AA:BB:CC:DD:EE:FF`, optionally followed by `/public` or `/random` (the default is random, which
     /// this host always uses itself).
-    public init?(string: String) {
+    package init?(string: String) {
         var text = Substring(string)
         var kind = Kind.random
         if let slash = text.firstIndex(of: "/") {
@@ -48,7 +48,7 @@ public struct BLEAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// A fresh static random address: random bytes with the two most significant bits set.
-    public static func staticRandom() -> BLEAddress {
+    package static func staticRandom() -> BLEAddress {
         var bytes = (0..<6).map { _ in UInt8.random(in: 0...255) }
         bytes[5] |= 0xC0
         if bytes[0..<5].allSatisfy({ $0 == 0xFF }) { bytes[0] = 0x5A }
@@ -57,7 +57,7 @@ public struct BLEAddress: Hashable, Sendable, CustomStringConvertible {
 
     /// `AA:BB:CC:DD:EE:FF` for random addresses, `AA:BB:CC:DD:EE:FF/public` for public ones; ``init(string:)``
     /// reads both.
-    public var description: String {
+    package var description: String {
         let hex = bytes.reversed().map { byte in
             let digits = String(byte, radix: 16, uppercase: true)
             return digits.count == 1 ? "0" + digits : digits

@@ -1,7 +1,7 @@
 import NearbyWire
 
 /// One HCI packet as it travels over an H4 transport (UART framing: a 1-byte packet indicator, then the packet).
-public enum H4Packet: Sendable, Hashable {
+package enum H4Packet: Sendable, Hashable {
     /// A command (indicator 0x01): 2-byte opcode, 1-byte parameter length, parameters.
     case command([UInt8])
     /// ACL data (indicator 0x02): 2-byte handle and flags, 2-byte length, data.
@@ -14,7 +14,7 @@ public enum H4Packet: Sendable, Hashable {
     case iso([UInt8])
 
     /// The bytes on the wire, indicator included.
-    public var encoded: [UInt8] {
+    package var encoded: [UInt8] {
         switch self {
         case .command(let body): [0x01] + body
         case .acl(let body): [0x02] + body
@@ -30,23 +30,23 @@ public enum H4Packet: Sendable, Hashable {
 /// A value-type state machine: ``append(_:)`` buffers bytes and ``next()`` returns the next complete packet. An
 /// unknown packet indicator is a stream error (H4 has no way to resynchronise), reported by throwing.
 /// ACL lengths up to 65535 are accepted (some controllers, and the Bumble emulator, never fragment towards the host).
-public struct H4Deframer: Sendable {
+package struct H4Deframer: Sendable {
     private var bytes = ByteAccumulator()
 
     /// Creates an empty deframer.
-    public init() {}
+    package init() {}
 
     /// The number of buffered bytes that do not yet form a packet.
-    public var bufferedByteCount: Int { bytes.count }
+    package var bufferedByteCount: Int { bytes.count }
 
     /// Adds bytes read from the transport.
-    public mutating func append(_ bytes: some Sequence<UInt8>) {
+    package mutating func append(_ bytes: some Sequence<UInt8>) {
         self.bytes.append(bytes)
     }
 
     /// The next complete packet, or `nil` when more bytes are needed.
     /// - Throws: ``NearbyWire/NearbyError`` `.malformedHCIPacket` for an unknown packet indicator.
-    public mutating func next() throws -> H4Packet? {
+    package mutating func next() throws -> H4Packet? {
         guard !bytes.isEmpty else { return nil }
         let indicator = bytes[0]
         let headerLength: Int

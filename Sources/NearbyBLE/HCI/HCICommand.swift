@@ -1,84 +1,84 @@
 /// An HCI command opcode: OGF in the top 6 bits, OCF in the low 10.
-public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+package struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     /// The 16-bit opcode.
-    public let rawValue: UInt16
+    package let rawValue: UInt16
     /// Creates an opcode from its 16-bit value.
-    public init(rawValue: UInt16) { self.rawValue = rawValue }
+    package init(rawValue: UInt16) { self.rawValue = rawValue }
     /// Creates an opcode from its group (OGF) and command (OCF) fields.
-    public init(ogf: UInt16, ocf: UInt16) { self.rawValue = (ogf << 10) | (ocf & 0x3FF) }
+    package init(ogf: UInt16, ocf: UInt16) { self.rawValue = (ogf << 10) | (ocf & 0x3FF) }
 
     /// `0xHHHH`.
-    public var description: String { "0x" + String(rawValue, radix: 16, uppercase: true) }
+    package var description: String { "0x" + String(rawValue, radix: 16, uppercase: true) }
 
     /// Disconnect (answered with Command Status).
-    public static let disconnect = HCIOpcode(ogf: 0x01, ocf: 0x0006)
+    package static let disconnect = HCIOpcode(ogf: 0x01, ocf: 0x0006)
     /// Set Event Mask.
-    public static let setEventMask = HCIOpcode(ogf: 0x03, ocf: 0x0001)
+    package static let setEventMask = HCIOpcode(ogf: 0x03, ocf: 0x0001)
     /// Reset.
-    public static let reset = HCIOpcode(ogf: 0x03, ocf: 0x0003)
+    package static let reset = HCIOpcode(ogf: 0x03, ocf: 0x0003)
     /// Read Local Version Information.
-    public static let readLocalVersion = HCIOpcode(ogf: 0x04, ocf: 0x0001)
+    package static let readLocalVersion = HCIOpcode(ogf: 0x04, ocf: 0x0001)
     /// Read Buffer Size (BR/EDR, used when the LE buffers are shared).
-    public static let readBufferSize = HCIOpcode(ogf: 0x04, ocf: 0x0005)
+    package static let readBufferSize = HCIOpcode(ogf: 0x04, ocf: 0x0005)
     /// Read BD_ADDR.
-    public static let readBDAddr = HCIOpcode(ogf: 0x04, ocf: 0x0009)
+    package static let readBDAddr = HCIOpcode(ogf: 0x04, ocf: 0x0009)
     /// LE Set Event Mask.
-    public static let leSetEventMask = HCIOpcode(ogf: 0x08, ocf: 0x0001)
+    package static let leSetEventMask = HCIOpcode(ogf: 0x08, ocf: 0x0001)
     /// LE Read Buffer Size.
-    public static let leReadBufferSize = HCIOpcode(ogf: 0x08, ocf: 0x0002)
+    package static let leReadBufferSize = HCIOpcode(ogf: 0x08, ocf: 0x0002)
     /// LE Read Local Supported Features.
-    public static let leReadLocalFeatures = HCIOpcode(ogf: 0x08, ocf: 0x0003)
+    package static let leReadLocalFeatures = HCIOpcode(ogf: 0x08, ocf: 0x0003)
     /// LE Set Random Address.
-    public static let leSetRandomAddress = HCIOpcode(ogf: 0x08, ocf: 0x0005)
+    package static let leSetRandomAddress = HCIOpcode(ogf: 0x08, ocf: 0x0005)
     /// LE Set Advertising Parameters.
-    public static let leSetAdvertisingParameters = HCIOpcode(ogf: 0x08, ocf: 0x0006)
+    package static let leSetAdvertisingParameters = HCIOpcode(ogf: 0x08, ocf: 0x0006)
     /// LE Set Advertising Data.
-    public static let leSetAdvertisingData = HCIOpcode(ogf: 0x08, ocf: 0x0008)
+    package static let leSetAdvertisingData = HCIOpcode(ogf: 0x08, ocf: 0x0008)
     /// LE Set Advertising Enable.
-    public static let leSetAdvertisingEnable = HCIOpcode(ogf: 0x08, ocf: 0x000A)
+    package static let leSetAdvertisingEnable = HCIOpcode(ogf: 0x08, ocf: 0x000A)
     /// LE Set Scan Parameters.
-    public static let leSetScanParameters = HCIOpcode(ogf: 0x08, ocf: 0x000B)
+    package static let leSetScanParameters = HCIOpcode(ogf: 0x08, ocf: 0x000B)
     /// LE Set Scan Enable.
-    public static let leSetScanEnable = HCIOpcode(ogf: 0x08, ocf: 0x000C)
+    package static let leSetScanEnable = HCIOpcode(ogf: 0x08, ocf: 0x000C)
     /// LE Create Connection (answered with Command Status, then LE Connection Complete).
-    public static let leCreateConnection = HCIOpcode(ogf: 0x08, ocf: 0x000D)
+    package static let leCreateConnection = HCIOpcode(ogf: 0x08, ocf: 0x000D)
     /// LE Create Connection Cancel.
-    public static let leCreateConnectionCancel = HCIOpcode(ogf: 0x08, ocf: 0x000E)
+    package static let leCreateConnectionCancel = HCIOpcode(ogf: 0x08, ocf: 0x000E)
     /// LE Set Advertising Set Random Address.
-    public static let leSetAdvertisingSetRandomAddress = HCIOpcode(ogf: 0x08, ocf: 0x0035)
+    package static let leSetAdvertisingSetRandomAddress = HCIOpcode(ogf: 0x08, ocf: 0x0035)
     /// LE Set Extended Advertising Parameters.
-    public static let leSetExtendedAdvertisingParameters = HCIOpcode(ogf: 0x08, ocf: 0x0036)
+    package static let leSetExtendedAdvertisingParameters = HCIOpcode(ogf: 0x08, ocf: 0x0036)
     /// LE Set Extended Advertising Data.
-    public static let leSetExtendedAdvertisingData = HCIOpcode(ogf: 0x08, ocf: 0x0037)
+    package static let leSetExtendedAdvertisingData = HCIOpcode(ogf: 0x08, ocf: 0x0037)
     /// LE Set Extended Advertising Enable.
-    public static let leSetExtendedAdvertisingEnable = HCIOpcode(ogf: 0x08, ocf: 0x0039)
+    package static let leSetExtendedAdvertisingEnable = HCIOpcode(ogf: 0x08, ocf: 0x0039)
     /// LE Remove Advertising Set.
-    public static let leRemoveAdvertisingSet = HCIOpcode(ogf: 0x08, ocf: 0x003C)
+    package static let leRemoveAdvertisingSet = HCIOpcode(ogf: 0x08, ocf: 0x003C)
     /// LE Set Extended Scan Parameters.
-    public static let leSetExtendedScanParameters = HCIOpcode(ogf: 0x08, ocf: 0x0041)
+    package static let leSetExtendedScanParameters = HCIOpcode(ogf: 0x08, ocf: 0x0041)
     /// LE Set Extended Scan Enable.
-    public static let leSetExtendedScanEnable = HCIOpcode(ogf: 0x08, ocf: 0x0042)
+    package static let leSetExtendedScanEnable = HCIOpcode(ogf: 0x08, ocf: 0x0042)
 }
 
 /// An HCI command: an opcode and its parameters, and whether the controller answers it with Command Status (then
 /// a later event) rather than Command Complete.
-public struct HCICommand: Sendable, Hashable {
+package struct HCICommand: Sendable, Hashable {
     /// The opcode.
-    public var opcode: HCIOpcode
+    package var opcode: HCIOpcode
     /// The parameter bytes (at most 255).
-    public var parameters: [UInt8]
+    package var parameters: [UInt8]
     /// `true` when the controller acknowledges with Command Status.
-    public var expectsStatus: Bool
+    package var expectsStatus: Bool
 
     /// Creates a command.
-    public init(_ opcode: HCIOpcode, _ parameters: [UInt8] = [], expectsStatus: Bool = false) {
+    package init(_ opcode: HCIOpcode, _ parameters: [UInt8] = [], expectsStatus: Bool = false) {
         self.opcode = opcode
         self.parameters = parameters
         self.expectsStatus = expectsStatus
     }
 
     /// The command packet without the H4 indicator: opcode (LE), length, parameters.
-    public var encoded: [UInt8] {
+    package var encoded: [UInt8] {
         var bytes: [UInt8] = []
         bytes.appendLE16(opcode.rawValue)
         bytes.append(UInt8(truncatingIfNeeded: parameters.count))
@@ -89,7 +89,7 @@ public struct HCICommand: Sendable, Hashable {
     // MARK: builders
 
     /// Set Event Mask with every event this host needs, LE Meta included.
-    public static func setEventMask(_ mask: UInt64 = 0x3DBF_F807_FFFB_FFFF) -> HCICommand {
+    package static func setEventMask(_ mask: UInt64 = 0x3DBF_F807_FFFB_FFFF) -> HCICommand {
         var p: [UInt8] = []
         p.appendLE64(mask)
         return HCICommand(.setEventMask, p)
@@ -97,20 +97,20 @@ public struct HCICommand: Sendable, Hashable {
 
     /// LE Set Event Mask: connection complete, advertising reports, enhanced connection complete, extended
     /// advertising reports and the rest of the first 20 LE events.
-    public static func leSetEventMask(_ mask: UInt64 = 0x0000_0000_000F_FFFF) -> HCICommand {
+    package static func leSetEventMask(_ mask: UInt64 = 0x0000_0000_000F_FFFF) -> HCICommand {
         var p: [UInt8] = []
         p.appendLE64(mask)
         return HCICommand(.leSetEventMask, p)
     }
 
     /// LE Set Random Address.
-    public static func leSetRandomAddress(_ address: BLEAddress) -> HCICommand {
+    package static func leSetRandomAddress(_ address: BLEAddress) -> HCICommand {
         HCICommand(.leSetRandomAddress, address.bytes)
     }
 
     /// LE Set Advertising Parameters for connectable undirected advertising (ADV_IND), own address random.
     /// - Parameter interval: in 0.625 ms units (0x0020…0x4000).
-    public static func leSetAdvertisingParameters(interval: UInt16) -> HCICommand {
+    package static func leSetAdvertisingParameters(interval: UInt16) -> HCICommand {
         var p: [UInt8] = []
         p.appendLE16(interval)
         p.appendLE16(interval)
@@ -124,20 +124,20 @@ public struct HCICommand: Sendable, Hashable {
     }
 
     /// LE Set Advertising Data (at most 31 bytes, zero-padded).
-    public static func leSetAdvertisingData(_ data: [UInt8]) -> HCICommand {
+    package static func leSetAdvertisingData(_ data: [UInt8]) -> HCICommand {
         let clipped = Array(data.prefix(31))
         return HCICommand(
             .leSetAdvertisingData, [UInt8(clipped.count)] + clipped + [UInt8](repeating: 0, count: 31 - clipped.count))
     }
 
     /// LE Set Advertising Enable.
-    public static func leSetAdvertisingEnable(_ enable: Bool) -> HCICommand {
+    package static func leSetAdvertisingEnable(_ enable: Bool) -> HCICommand {
         HCICommand(.leSetAdvertisingEnable, [enable ? 1 : 0])
     }
 
     /// LE Set Extended Advertising Parameters (v1) for set `handle`: connectable non-legacy advertising on the
     /// 1M PHY with the random own address. `interval` is in 0.625 ms units.
-    public static func leSetExtendedAdvertisingParameters(handle: UInt8, properties: UInt16 = 0x0001, interval: UInt32)
+    package static func leSetExtendedAdvertisingParameters(handle: UInt8, properties: UInt16 = 0x0001, interval: UInt32)
         -> HCICommand
     {
         var p: [UInt8] = [handle]
@@ -159,27 +159,27 @@ public struct HCICommand: Sendable, Hashable {
     }
 
     /// LE Set Advertising Set Random Address.
-    public static func leSetAdvertisingSetRandomAddress(handle: UInt8, _ address: BLEAddress) -> HCICommand {
+    package static func leSetAdvertisingSetRandomAddress(handle: UInt8, _ address: BLEAddress) -> HCICommand {
         HCICommand(.leSetAdvertisingSetRandomAddress, [handle] + address.bytes)
     }
 
     /// LE Set Extended Advertising Data, complete data in one command (at most 251 bytes).
-    public static func leSetExtendedAdvertisingData(handle: UInt8, _ data: [UInt8]) -> HCICommand {
+    package static func leSetExtendedAdvertisingData(handle: UInt8, _ data: [UInt8]) -> HCICommand {
         HCICommand(.leSetExtendedAdvertisingData, [handle, 0x03, 0x01, UInt8(truncatingIfNeeded: data.count)] + data)
     }
 
     /// LE Set Extended Advertising Enable for one set, with no duration or event limit.
-    public static func leSetExtendedAdvertisingEnable(_ enable: Bool, handle: UInt8) -> HCICommand {
+    package static func leSetExtendedAdvertisingEnable(_ enable: Bool, handle: UInt8) -> HCICommand {
         HCICommand(.leSetExtendedAdvertisingEnable, [enable ? 1 : 0, 1, handle, 0, 0, 0])
     }
 
     /// LE Remove Advertising Set.
-    public static func leRemoveAdvertisingSet(handle: UInt8) -> HCICommand {
+    package static func leRemoveAdvertisingSet(handle: UInt8) -> HCICommand {
         HCICommand(.leRemoveAdvertisingSet, [handle])
     }
 
     /// LE Set Scan Parameters (legacy): active or passive, interval and window in 0.625 ms units, random own address.
-    public static func leSetScanParameters(active: Bool, interval: UInt16, window: UInt16) -> HCICommand {
+    package static func leSetScanParameters(active: Bool, interval: UInt16, window: UInt16) -> HCICommand {
         var p: [UInt8] = [active ? 1 : 0]
         p.appendLE16(interval)
         p.appendLE16(window)
@@ -189,12 +189,12 @@ public struct HCICommand: Sendable, Hashable {
     }
 
     /// LE Set Scan Enable (legacy).
-    public static func leSetScanEnable(_ enable: Bool, filterDuplicates: Bool = false) -> HCICommand {
+    package static func leSetScanEnable(_ enable: Bool, filterDuplicates: Bool = false) -> HCICommand {
         HCICommand(.leSetScanEnable, [enable ? 1 : 0, filterDuplicates ? 1 : 0])
     }
 
     /// LE Set Extended Scan Parameters on the 1M PHY.
-    public static func leSetExtendedScanParameters(active: Bool, interval: UInt16, window: UInt16) -> HCICommand {
+    package static func leSetExtendedScanParameters(active: Bool, interval: UInt16, window: UInt16) -> HCICommand {
         var p: [UInt8] = [BLEAddress.Kind.random.rawValue, 0x00, 0x01, active ? 1 : 0]
         p.appendLE16(interval)
         p.appendLE16(window)
@@ -202,13 +202,13 @@ public struct HCICommand: Sendable, Hashable {
     }
 
     /// LE Set Extended Scan Enable, continuous.
-    public static func leSetExtendedScanEnable(_ enable: Bool, filterDuplicates: Bool = false) -> HCICommand {
+    package static func leSetExtendedScanEnable(_ enable: Bool, filterDuplicates: Bool = false) -> HCICommand {
         HCICommand(.leSetExtendedScanEnable, [enable ? 1 : 0, filterDuplicates ? 1 : 0, 0, 0, 0, 0])
     }
 
     /// LE Create Connection to `peer` with the random own address. Connection interval 30–50 ms, supervision
     /// timeout 4 s.
-    public static func leCreateConnection(to peer: BLEAddress, scanInterval: UInt16 = 0x0060, scanWindow: UInt16 = 0x0060)
+    package static func leCreateConnection(to peer: BLEAddress, scanInterval: UInt16 = 0x0060, scanWindow: UInt16 = 0x0060)
         -> HCICommand
     {
         var p: [UInt8] = []
@@ -228,10 +228,10 @@ public struct HCICommand: Sendable, Hashable {
     }
 
     /// LE Create Connection Cancel.
-    public static let leCreateConnectionCancel = HCICommand(.leCreateConnectionCancel)
+    package static let leCreateConnectionCancel = HCICommand(.leCreateConnectionCancel)
 
     /// Disconnect `handle` with `reason` (default: remote user terminated connection).
-    public static func disconnect(handle: UInt16, reason: UInt8 = 0x13) -> HCICommand {
+    package static func disconnect(handle: UInt16, reason: UInt8 = 0x13) -> HCICommand {
         var p: [UInt8] = []
         p.appendLE16(handle)
         p.append(reason)

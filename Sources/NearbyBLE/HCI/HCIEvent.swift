@@ -4,18 +4,18 @@ import NearbyWire
 /// event.
 public struct AdvertisingReport: Sendable, Hashable {
     /// The raw event type (legacy: 0…4; extended: the 16-bit event-type bit field).
-    public var eventType: UInt16
+    package var eventType: UInt16
     /// Whether the report came from an extended advertising report event.
-    public var isExtended: Bool
+    package var isExtended: Bool
     /// The advertiser's address.
-    public var address: BLEAddress
+    package var address: BLEAddress
     /// The advertising (or scan response) data: a sequence of AD structures.
-    public var data: [UInt8]
+    package var data: [UInt8]
     /// The received signal strength in dBm (127 when unavailable).
-    public var rssi: Int8
+    package var rssi: Int8
 
     /// Creates a report.
-    public init(eventType: UInt16, isExtended: Bool, address: BLEAddress, data: [UInt8], rssi: Int8) {
+    package init(eventType: UInt16, isExtended: Bool, address: BLEAddress, data: [UInt8], rssi: Int8) {
         self.eventType = eventType
         self.isExtended = isExtended
         self.address = address
@@ -24,33 +24,33 @@ public struct AdvertisingReport: Sendable, Hashable {
     }
 
     /// Whether this report is a scan response rather than an advertisement.
-    public var isScanResponse: Bool {
+    package var isScanResponse: Bool {
         isExtended ? (eventType & 0x0008) != 0 : eventType == 0x04
     }
 }
 
 /// An LE connection that completed (LE Connection Complete or LE Enhanced Connection Complete).
-public struct LEConnectionComplete: Sendable, Hashable {
+package struct LEConnectionComplete: Sendable, Hashable {
     /// 0 on success, otherwise the HCI error code.
-    public var status: UInt8
+    package var status: UInt8
     /// The connection handle (12 bits).
-    public var handle: UInt16
+    package var handle: UInt16
     /// `true` when this side is the central.
-    public var isCentral: Bool
+    package var isCentral: Bool
     /// The peer's address.
-    public var peer: BLEAddress
+    package var peer: BLEAddress
 }
 
 /// One entry of a Number Of Completed Packets event.
-public struct CompletedPackets: Sendable, Hashable {
+package struct CompletedPackets: Sendable, Hashable {
     /// The connection handle.
-    public var handle: UInt16
+    package var handle: UInt16
     /// How many ACL packets of that connection the controller has finished with.
-    public var count: UInt16
+    package var count: UInt16
 }
 
 /// The HCI events this host decodes; everything else is ``unhandled(code:parameters:)``.
-public enum HCIEvent: Sendable, Hashable {
+package enum HCIEvent: Sendable, Hashable {
     /// Command Complete: opcode and return parameters (status first for most commands).
     case commandComplete(numCommands: UInt8, opcode: HCIOpcode, returnParameters: [UInt8])
     /// Command Status.
@@ -67,23 +67,23 @@ public enum HCIEvent: Sendable, Hashable {
     case unhandled(code: UInt8, parameters: [UInt8])
 
     /// Event codes.
-    public enum Code {
+    package enum Code {
         /// Disconnection Complete.
-        public static let disconnectionComplete: UInt8 = 0x05
+        package static let disconnectionComplete: UInt8 = 0x05
         /// Command Complete.
-        public static let commandComplete: UInt8 = 0x0E
+        package static let commandComplete: UInt8 = 0x0E
         /// Command Status.
-        public static let commandStatus: UInt8 = 0x0F
+        package static let commandStatus: UInt8 = 0x0F
         /// Number Of Completed Packets.
-        public static let numberOfCompletedPackets: UInt8 = 0x13
+        package static let numberOfCompletedPackets: UInt8 = 0x13
         /// LE Meta.
-        public static let leMeta: UInt8 = 0x3E
+        package static let leMeta: UInt8 = 0x3E
     }
 
     /// Decodes an event packet (code, length, parameters; no H4 indicator).
     /// - Throws: ``NearbyWire/NearbyError`` `.malformedHCIPacket` when the length byte disagrees with the packet or
     ///   a known event's parameters are truncated or inconsistent.
-    public init(decoding packet: [UInt8]) throws {
+    package init(decoding packet: [UInt8]) throws {
         guard packet.count >= 2 else { throw NearbyError(.malformedHCIPacket, "HCI event shorter than its header") }
         let code = packet[0]
         guard Int(packet[1]) == packet.count - 2 else {
@@ -181,17 +181,17 @@ public enum HCIEvent: Sendable, Hashable {
 }
 
 /// AD structures (length, type, data) in advertising data.
-public enum AdvertisingData {
+package enum AdvertisingData {
     /// AD type: Flags.
-    public static let flagsType: UInt8 = 0x01
+    package static let flagsType: UInt8 = 0x01
     /// AD type: complete list of 16-bit service UUIDs.
-    public static let complete16BitUUIDsType: UInt8 = 0x03
+    package static let complete16BitUUIDsType: UInt8 = 0x03
     /// AD type: Service Data - 16-bit UUID.
-    public static let serviceData16Type: UInt8 = 0x16
+    package static let serviceData16Type: UInt8 = 0x16
 
     /// Splits advertising data into (type, value) pairs.
     /// - Throws: ``NearbyWire/NearbyError`` `.invalidAdvertisement` when a structure runs past the end.
-    public static func structures(_ data: [UInt8]) throws -> [(type: UInt8, value: [UInt8])] {
+    package static func structures(_ data: [UInt8]) throws -> [(type: UInt8, value: [UInt8])] {
         var result: [(type: UInt8, value: [UInt8])] = []
         var i = 0
         while i < data.count {
@@ -207,7 +207,7 @@ public enum AdvertisingData {
     }
 
     /// The first Service Data payload for the 16-bit `uuid`, without the UUID; `nil` when absent or malformed.
-    public static func serviceData(_ data: [UInt8], uuid: UInt16) -> [UInt8]? {
+    package static func serviceData(_ data: [UInt8], uuid: UInt16) -> [UInt8]? {
         guard let structures = try? structures(data) else { return nil }
         for s in structures where s.type == serviceData16Type && s.value.count >= 2 {
             if UInt16(s.value[0]) | UInt16(s.value[1]) << 8 == uuid { return Array(s.value[2...]) }
@@ -217,7 +217,7 @@ public enum AdvertisingData {
 
     /// Service Data for `uuid`, preceded by Flags (LE General Discoverable, BR/EDR not supported) and the 16-bit
     /// UUID list when they fit in `maxLength` bytes.
-    public static func build(serviceUUID uuid: UInt16, serviceData: [UInt8], maxLength: Int = 31) -> [UInt8] {
+    package static func build(serviceUUID uuid: UInt16, serviceData: [UInt8], maxLength: Int = 31) -> [UInt8] {
         var service: [UInt8] = [UInt8(truncatingIfNeeded: serviceData.count + 3), serviceData16Type]
         service.appendLE16(uuid)
         service += serviceData

@@ -7,7 +7,7 @@ extension BLEHost {
     /// - Throws: `.hciCommandFailed` for a non-zero status, `.timeout` when the controller does not answer within
     ///   `timeout` (default: the configured command timeout), `.mediumUnavailable` when the host has failed.
     @discardableResult
-    public func execute(_ command: HCICommand, timeout: Duration? = nil) async throws -> [UInt8] {
+    package func execute(_ command: HCICommand, timeout: Duration? = nil) async throws -> [UInt8] {
         try checkUsable()
         let limit = timeout ?? configuration.commandTimeout
         return try await withCheckedThrowingContinuation { continuation in

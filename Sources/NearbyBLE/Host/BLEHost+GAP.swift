@@ -6,7 +6,7 @@ extension BLEHost {
 
     /// Adds a scan handler, starting scanning with `preset` when it is the first. Returns a token for
     /// ``removeScanHandler(_:)``. Uses extended scanning when the controller supports it, legacy otherwise.
-    public func addScanHandler(
+    package func addScanHandler(
         preset: ScanPreset = .lowLatency, _ handler: @escaping @Sendable (AdvertisingReport) -> Void
     ) async throws -> Int {
         try checkUsable()
@@ -39,7 +39,7 @@ extension BLEHost {
     }
 
     /// Removes a scan handler; scanning stops with the last one.
-    public func removeScanHandler(_ token: Int) async {
+    package func removeScanHandler(_ token: Int) async {
         scanHandlers[token] = nil
         guard scanHandlers.isEmpty, scanning, failure == nil else { return }
         scanning = false
@@ -51,7 +51,7 @@ extension BLEHost {
 
     /// Starts connectable advertising of `data` (AD structures): legacy ADV_IND (at most 31 bytes) or, with
     /// `extended`, a non-legacy extended advertising set (at most 251 bytes) from this host's random address.
-    public func startAdvertising(data: [UInt8], extended: Bool, intervalMillis: Int = 100) async throws {
+    package func startAdvertising(data: [UInt8], extended: Bool, intervalMillis: Int = 100) async throws {
         try checkUsable()
         if advertising != nil { await stopAdvertising() }
         let units = UInt32(max(20, intervalMillis)) * 8 / 5
@@ -84,7 +84,7 @@ extension BLEHost {
     }
 
     /// Stops advertising. Idempotent.
-    public func stopAdvertising() async {
+    package func stopAdvertising() async {
         guard let current = advertising else { return }
         advertising = nil
         guard failure == nil else { return }
@@ -101,7 +101,7 @@ extension BLEHost {
     /// Connects to `peer` as central; returns the connection handle.
     /// - Throws: `.timeout` when the peer does not connect within the configured connect timeout (the attempt is
     ///   cancelled), `.outOfOrderApiCall` when another connect is in progress.
-    public func connect(to peer: BLEAddress) async throws -> UInt16 {
+    package func connect(to peer: BLEAddress) async throws -> UInt16 {
         try checkUsable()
         if let existing = connections.values.first(where: { $0.peer == peer && $0.isCentral }) {
             return existing.handle
@@ -141,7 +141,7 @@ extension BLEHost {
     }
 
     /// Disconnects an LE connection.
-    public func disconnect(handle: UInt16) async {
+    package func disconnect(handle: UInt16) async {
         guard connections[handle] != nil, failure == nil else { return }
         _ = try? await execute(.disconnect(handle: handle))
     }

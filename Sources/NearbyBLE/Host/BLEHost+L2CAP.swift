@@ -5,7 +5,7 @@ import NearbyWire
 extension BLEHost {
     /// Registers a credit-based channel server on `psm` (a dynamic one from 0x80 when `nil`); every accepted
     /// channel is passed to `onChannel`. Returns the PSM.
-    public func listen(psm: UInt16? = nil, onChannel: @escaping @Sendable (L2CAPChannel) -> Void) throws -> UInt16 {
+    package func listen(psm: UInt16? = nil, onChannel: @escaping @Sendable (L2CAPChannel) -> Void) throws -> UInt16 {
         try checkUsable()
         let chosen = try signalling.listen(psm: psm)
         servers[chosen] = onChannel
@@ -13,14 +13,14 @@ extension BLEHost {
     }
 
     /// Removes the server on `psm`; open channels stay open.
-    public func stopListening(psm: UInt16) {
+    package func stopListening(psm: UInt16) {
         signalling.stopListening(psm: psm)
         servers[psm] = nil
     }
 
     /// Opens a credit-based channel to `psm` on an existing LE connection.
     /// - Throws: `.l2capChannelFailed` when the peer refuses, `.timeout` when it does not answer.
-    public func openChannel(handle: UInt16, psm: UInt16) async throws -> L2CAPChannel {
+    package func openChannel(handle: UInt16, psm: UInt16) async throws -> L2CAPChannel {
         try checkUsable()
         guard connections[handle] != nil else { throw NearbyError(.endpointIoError, "no LE connection \(handle)") }
         let (identifier, actions) = try signalling.open(handle: handle, psm: psm)

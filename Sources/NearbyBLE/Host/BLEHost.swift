@@ -16,17 +16,17 @@ public actor BLEHost {
     /// Host settings.
     public struct Configuration: Sendable {
         /// How long to wait for Command Complete / Command Status before failing a command.
-        public var commandTimeout: Duration = .seconds(2)
+        package var commandTimeout: Duration = .seconds(2)
         /// How long an outgoing LE connection may take.
-        public var connectTimeout: Duration = .seconds(10)
+        package var connectTimeout: Duration = .seconds(10)
         /// How long to wait for an L2CAP connection response.
-        public var channelOpenTimeout: Duration = .seconds(10)
+        package var channelOpenTimeout: Duration = .seconds(10)
         /// The MTU, MPS and initial credits this host offers on every credit-based channel.
-        public var channelParameters = CreditChannelParameters(mtu: 4096, mps: 1024, credits: 32)
+        package var channelParameters = CreditChannelParameters(mtu: 4096, mps: 1024, credits: 32)
         /// The static random address to use; a fresh one when `nil`.
-        public var address: BLEAddress? = nil
+        package var address: BLEAddress? = nil
         /// Creates the default configuration.
-        public init() {}
+        package init() {}
     }
 
     struct Connection {
@@ -36,9 +36,9 @@ public actor BLEHost {
     }
 
     /// The transport to the controller.
-    public nonisolated let transport: any HCITransport
+    package nonisolated let transport: any HCITransport
     /// The static random address this host uses for advertising and connecting.
-    public nonisolated let address: BLEAddress
+    package nonisolated let address: BLEAddress
     let configuration: Configuration
     let clock: NearbyClock
     var logger: Logger
@@ -63,7 +63,7 @@ public actor BLEHost {
     var servers: [UInt16: @Sendable (L2CAPChannel) -> Void] = [:]
 
     /// Whether the controller reports the LE Extended Advertising feature.
-    public internal(set) var supportsExtendedAdvertising = false
+    package internal(set) var supportsExtendedAdvertising = false
 
     var connections: [UInt16: Connection] = [:]
     var pendingConnect: (peer: BLEAddress, continuation: CheckedContinuation<UInt16, any Error>)?
@@ -75,7 +75,7 @@ public actor BLEHost {
     private var failureObservers: [Int: @Sendable (NearbyError) -> Void] = [:]
 
     /// Creates a host on an open transport; call ``start()`` next.
-    public init(transport: any HCITransport, configuration: Configuration = Configuration(), logger: Logger) {
+    package init(transport: any HCITransport, configuration: Configuration = Configuration(), logger: Logger) {
         self.init(transport: transport, configuration: configuration, clock: .continuous, logger: logger)
     }
 
@@ -92,7 +92,7 @@ public actor BLEHost {
     }
 
     /// Opens the transport `spec` names and starts a host on it.
-    public static func open(
+    package static func open(
         _ spec: HCITransportSpec, configuration: Configuration = Configuration(), logger: Logger
     ) async throws -> BLEHost {
         let transport = try await HCITransportFactory.connect(spec)
@@ -111,7 +111,7 @@ public actor BLEHost {
     /// Starts reading from the controller and runs the init sequence: Reset, event masks, LE buffer size, LE
     /// features, and LE Set Random Address with this host's static random address.
     /// - Throws: `.mediumUnavailable` when the controller does not answer or the transport fails.
-    public func start() async throws {
+    package func start() async throws {
         guard !started else { return }
         started = true
         let stream = transport.inbound
@@ -161,7 +161,7 @@ public actor BLEHost {
     }
 
     /// Closes the transport; every channel and pending operation fails. Idempotent.
-    public func close() async {
+    package func close() async {
         transport.close()
         transportEnded(NearbyError(.mediumUnavailable, "the BLE host was closed"))
         readerTask?.cancel()
@@ -169,19 +169,19 @@ public actor BLEHost {
 
     /// Registers a callback for when the host fails (transport lost); returns a token for
     /// ``removeFailureObserver(_:)``. Called at once when the host already failed.
-    public func addFailureObserver(_ observer: @escaping @Sendable (NearbyError) -> Void) -> Int {
+    package func addFailureObserver(_ observer: @escaping @Sendable (NearbyError) -> Void) -> Int {
         scanHandlerCounter += 1
         if let failure { observer(failure) } else { failureObservers[scanHandlerCounter] = observer }
         return scanHandlerCounter
     }
 
     /// Removes a failure observer.
-    public func removeFailureObserver(_ token: Int) {
+    package func removeFailureObserver(_ token: Int) {
         failureObservers[token] = nil
     }
 
     /// `nil` while usable; the error that ended the host otherwise.
-    public var failureReason: NearbyError? { failure }
+    package var failureReason: NearbyError? { failure }
 
     func transportEnded(_ error: NearbyError) {
         guard failure == nil else { return }

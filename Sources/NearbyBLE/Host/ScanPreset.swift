@@ -1,21 +1,21 @@
 /// Scan timing: interval and window in 0.625 ms units.
 public struct ScanPreset: Sendable, Hashable {
     /// Time between the starts of two scan windows (0.625 ms units).
-    public var interval: UInt16
+    package var interval: UInt16
     /// How long each scan window lasts (0.625 ms units, ≤ interval).
-    public var window: UInt16
+    package var window: UInt16
     /// Active scanning (scan requests) rather than passive.
-    public var active: Bool
+    package var active: Bool
 
     /// Creates a preset.
-    public init(interval: UInt16, window: UInt16, active: Bool = false) {
+    package init(interval: UInt16, window: UInt16, active: Bool = false) {
         self.interval = interval
         self.window = min(window, interval)
         self.active = active
     }
 
     /// Low power: a 11.25 ms window every 1.28 s.
-    public static let lowPower = ScanPreset(interval: 0x0800, window: 0x0012)
+    package static let lowPower = ScanPreset(interval: 0x0800, window: 0x0012)
     /// Low latency: scanning all the time (60 ms interval and window).
-    public static let lowLatency = ScanPreset(interval: 0x0060, window: 0x0060)
+    package static let lowLatency = ScanPreset(interval: 0x0060, window: 0x0060)
 }

@@ -1,10 +1,10 @@
 import NearbyWire
 
 /// SDU segmentation into K-frames for an LE credit-based channel.
-public enum KFrameSegmenter {
+package enum KFrameSegmenter {
     /// Splits `sdu` into K-frame information payloads of at most `mps` bytes; the first starts with the 2-byte SDU
     /// length (which counts against the MPS).
-    public static func segments(sdu: [UInt8], mps: Int) -> [[UInt8]] {
+    package static func segments(sdu: [UInt8], mps: Int) -> [[UInt8]] {
         var first: [UInt8] = []
         first.appendLE16(UInt16(sdu.count))
         let firstData = min(sdu.count, max(0, mps - 2))
@@ -22,17 +22,17 @@ public enum KFrameSegmenter {
 
 /// The inbound half of an LE credit-based channel: reassembles SDUs from K-frames and enforces our MTU, MPS and
 /// credits. A value-type state machine.
-public struct KFrameReassembler: Sendable {
+package struct KFrameReassembler: Sendable {
     /// Our MTU (largest SDU we accept).
-    public let mtu: Int
+    package let mtu: Int
     /// Our MPS (largest K-frame payload we accept).
-    public let mps: Int
+    package let mps: Int
     private var sdu: [UInt8] = []
     private var expected: Int?
     private(set) var framesInSDU = 0
 
     /// Creates a reassembler for our `mtu` and `mps`.
-    public init(mtu: Int, mps: Int) {
+    package init(mtu: Int, mps: Int) {
         self.mtu = mtu
         self.mps = mps
     }
@@ -40,7 +40,7 @@ public struct KFrameReassembler: Sendable {
     /// Feeds one K-frame information payload; returns a complete SDU and the number of K-frames it took.
     /// - Throws: `.malformedL2CAPPacket` when the frame exceeds our MPS, the SDU length exceeds our MTU, or the
     ///   frames add up to more than the announced SDU length. The channel must then be disconnected.
-    public mutating func append(_ payload: [UInt8]) throws -> (sdu: [UInt8], frames: Int)? {
+    package mutating func append(_ payload: [UInt8]) throws -> (sdu: [UInt8], frames: Int)? {
         guard payload.count <= mps else {
             throw NearbyError(.malformedL2CAPPacket, "K-frame of \(payload.count) bytes exceeds our MPS \(mps)")
         }
@@ -75,23 +75,23 @@ public struct KFrameReassembler: Sendable {
 }
 
 /// Parameters of one side of an LE credit-based channel.
-public struct CreditChannelParameters: Sendable, Hashable {
+package struct CreditChannelParameters: Sendable, Hashable {
     /// Largest SDU.
-    public var mtu: UInt16
+    package var mtu: UInt16
     /// Largest K-frame payload.
-    public var mps: UInt16
+    package var mps: UInt16
     /// Initial credits.
-    public var credits: UInt16
+    package var credits: UInt16
 
     /// Creates parameters.
-    public init(mtu: UInt16, mps: UInt16, credits: UInt16) {
+    package init(mtu: UInt16, mps: UInt16, credits: UInt16) {
         self.mtu = mtu
         self.mps = mps
         self.credits = credits
     }
 
     /// Whether MTU and MPS are in the ranges the specification allows.
-    public var isValid: Bool {
+    package var isValid: Bool {
         mtu >= L2CAPConstants.minimumMTU && mps >= L2CAPConstants.minimumMTU && mps <= L2CAPConstants.maximumMPS
     }
 }

@@ -7,19 +7,19 @@ import NearbyWire
 /// slow reader slows the peer down instead of growing a buffer.
 public final class L2CAPChannel: Sendable {
     /// The host that owns the channel.
-    public let host: BLEHost
+    package let host: BLEHost
     /// The LE connection handle.
-    public let handle: UInt16
+    package let handle: UInt16
     /// Our channel ID.
-    public let localCID: UInt16
+    package let localCID: UInt16
     /// The peer's channel ID.
-    public let remoteCID: UInt16
+    package let remoteCID: UInt16
     /// The peer's address.
-    public let peer: BLEAddress
+    package let peer: BLEAddress
     /// The largest SDU the peer accepts.
-    public let peerMTU: Int
+    package let peerMTU: Int
     /// The largest K-frame payload the peer accepts.
-    public let peerMPS: Int
+    package let peerMPS: Int
 
     init(host: BLEHost, handle: UInt16, localCID: UInt16, remoteCID: UInt16, peer: BLEAddress, peerMTU: Int, peerMPS: Int) {
         self.host = host
@@ -37,24 +37,24 @@ public final class L2CAPChannel: Sendable {
     /// until every K-frame has been handed to the controller, waiting for credits as needed.
     /// - Throws: `.endpointIoError` when the channel or the connection closed, `.invalidArgument` for an SDU above
     ///   the peer's MTU.
-    public func send(_ sdu: [UInt8]) async throws {
+    package func send(_ sdu: [UInt8]) async throws {
         try await host.sendSDU(key, sdu)
     }
 
     /// Receives the next SDU; `nil` once the channel closed cleanly.
     /// - Throws: the error that closed the channel (connection lost, protocol violation).
-    public func receive() async throws -> [UInt8]? {
+    package func receive() async throws -> [UInt8]? {
         try await host.receiveSDU(key)
     }
 
     /// The credits the peer currently grants us (diagnostics and tests).
-    public func availableCredits() async -> Int? {
+    package func availableCredits() async -> Int? {
         await host.peerCredits(key)
     }
 
     /// Closes the channel with an L2CAP disconnection request. When `disconnectLink` is set and this side is the
     /// central, the LE connection is disconnected too once no channel uses it. Idempotent.
-    public func close(disconnectLink: Bool = true) async {
+    package func close(disconnectLink: Bool = true) async {
         await host.closeChannel(key, disconnectLink: disconnectLink)
     }
 }

@@ -1,39 +1,39 @@
 import NearbyWire
 
 /// Fixed L2CAP channel IDs and limits on LE.
-public enum L2CAPConstants {
+package enum L2CAPConstants {
     /// The LE signaling channel.
-    public static let leSignalingCID: UInt16 = 0x0005
+    package static let leSignalingCID: UInt16 = 0x0005
     /// The first dynamically allocated CID on LE.
-    public static let firstDynamicCID: UInt16 = 0x0040
+    package static let firstDynamicCID: UInt16 = 0x0040
     /// The last dynamically allocated CID on LE.
-    public static let lastDynamicCID: UInt16 = 0x007F
+    package static let lastDynamicCID: UInt16 = 0x007F
     /// The smallest MTU and MPS an LE credit-based channel may use.
-    public static let minimumMTU: UInt16 = 23
+    package static let minimumMTU: UInt16 = 23
     /// The largest MPS an LE credit-based channel may use.
-    public static let maximumMPS: UInt16 = 65_533
+    package static let maximumMPS: UInt16 = 65_533
     /// The most credits a channel may hold.
-    public static let maximumCredits: UInt32 = 65_535
+    package static let maximumCredits: UInt32 = 65_535
 }
 
 /// Results of an LE Credit Based Connection Response.
-public enum L2CAPConnectionResult {
+package enum L2CAPConnectionResult {
     /// Connection successful.
-    public static let success: UInt16 = 0x0000
+    package static let success: UInt16 = 0x0000
     /// LE_PSM not supported.
-    public static let psmNotSupported: UInt16 = 0x0002
+    package static let psmNotSupported: UInt16 = 0x0002
     /// No resources available.
-    public static let noResources: UInt16 = 0x0004
+    package static let noResources: UInt16 = 0x0004
     /// Unacceptable parameters.
-    public static let unacceptableParameters: UInt16 = 0x000B
+    package static let unacceptableParameters: UInt16 = 0x000B
     /// Invalid source CID.
-    public static let invalidSourceCID: UInt16 = 0x0009
+    package static let invalidSourceCID: UInt16 = 0x0009
     /// Source CID already allocated.
-    public static let sourceCIDAlreadyAllocated: UInt16 = 0x000A
+    package static let sourceCIDAlreadyAllocated: UInt16 = 0x000A
 }
 
 /// One L2CAP LE signaling command (the payload of a C-frame on CID 0x0005).
-public enum L2CAPSignal: Sendable, Hashable {
+package enum L2CAPSignal: Sendable, Hashable {
     /// Command Reject (0x01): reason and optional data.
     case commandReject(identifier: UInt8, reason: UInt16, data: [UInt8])
     /// Disconnection Request (0x06).
@@ -54,17 +54,17 @@ public enum L2CAPSignal: Sendable, Hashable {
     case unknown(code: UInt8, identifier: UInt8, data: [UInt8])
 
     /// Command Reject reasons.
-    public enum RejectReason {
+    package enum RejectReason {
         /// Command not understood.
-        public static let notUnderstood: UInt16 = 0x0000
+        package static let notUnderstood: UInt16 = 0x0000
         /// Signaling MTU exceeded.
-        public static let mtuExceeded: UInt16 = 0x0001
+        package static let mtuExceeded: UInt16 = 0x0001
         /// Invalid CID in request.
-        public static let invalidCID: UInt16 = 0x0002
+        package static let invalidCID: UInt16 = 0x0002
     }
 
     /// The command's identifier.
-    public var identifier: UInt8 {
+    package var identifier: UInt8 {
         switch self {
         case .commandReject(let id, _, _), .disconnectionRequest(let id, _, _), .disconnectionResponse(let id, _, _),
             .connectionParameterUpdateRequest(let id, _), .connectionParameterUpdateResponse(let id, _),
@@ -77,7 +77,7 @@ public enum L2CAPSignal: Sendable, Hashable {
     /// Decodes one signaling command (code, identifier, 2-byte length, data).
     /// - Throws: `.malformedL2CAPPacket` when the command is truncated, its length field disagrees with the packet,
     ///   its identifier is 0, or a known command has the wrong length.
-    public init(decoding bytes: [UInt8]) throws {
+    package init(decoding bytes: [UInt8]) throws {
         var r = LEByteReader(bytes, context: "L2CAP signaling command", code: .malformedL2CAPPacket)
         let code = try r.u8("code")
         let identifier = try r.u8("identifier")
@@ -122,7 +122,7 @@ public enum L2CAPSignal: Sendable, Hashable {
     }
 
     /// The encoded command (code, identifier, length, data), to be sent in a C-frame on CID 0x0005.
-    public var encoded: [UInt8] {
+    package var encoded: [UInt8] {
         var d: [UInt8] = []
         let code: UInt8
         switch self {
@@ -165,9 +165,9 @@ public enum L2CAPSignal: Sendable, Hashable {
 }
 
 /// L2CAP basic-frame helpers.
-public enum L2CAPFrame {
+package enum L2CAPFrame {
     /// Prefixes `payload` with the basic L2CAP header (length, CID).
-    public static func encode(cid: UInt16, payload: [UInt8]) -> [UInt8] {
+    package static func encode(cid: UInt16, payload: [UInt8]) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.appendLE16(UInt16(payload.count))
         bytes.appendLE16(cid)
@@ -176,7 +176,7 @@ public enum L2CAPFrame {
 
     /// Splits a complete PDU into its CID and payload.
     /// - Throws: `.malformedL2CAPPacket` when the PDU is shorter than the header or its length disagrees.
-    public static func decode(_ pdu: [UInt8]) throws -> (cid: UInt16, payload: [UInt8]) {
+    package static func decode(_ pdu: [UInt8]) throws -> (cid: UInt16, payload: [UInt8]) {
         guard pdu.count >= 4 else { throw NearbyError(.malformedL2CAPPacket, "L2CAP PDU shorter than its header") }
         let length = Int(pdu[0]) | Int(pdu[1]) << 8
         guard length == pdu.count - 4 else {
