@@ -10,8 +10,8 @@ final class SecureContextBox: Sendable {
 }
 
 /// Drives one connection over one channel: reads frames and performs its ``ConnectionStateMachine``'s actions,
-/// and wires the parts that do the rest: the ``OutgoingPayloadSender``, the ``IncomingPayloadSink``, the
-/// ``UpgradeCoordinator`` and the deadlines (``SessionDeadlines``, armed on the session's clock). It reports
+/// and wires the parts that do the rest: the outgoing payload sender, the incoming payload sink, the bandwidth
+/// upgrade coordinator and the connection's deadlines (armed on the session's clock). It reports
 /// ``EndpointEvent``s.
 public actor EndpointSession {
     /// How the session decides whether an incoming request may proceed (strategy, duplicates, tie-break).
