@@ -4,7 +4,10 @@ import NearbySecurity
 import NearbyWire
 
 /// Holds an endpoint's D2D context where both the reader and the writer can reach it.
-final class SecureContextBox: Sendable {
+package final class SecureContextBox: Sendable {
+    /// Makes a box without a context (plaintext).
+    package init() {}
+
     let context = LockedValue<D2DSecureChannel?>(nil)
     var isEnabled: Bool { context.withLock { $0 != nil } }
 }

@@ -23,7 +23,7 @@ import NearbyWire
 /// ``Item/priority(_:)`` still reaches the old channel (SAFE_TO_CLOSE), and ``Item/switchChannel(_:)`` writes the
 /// held frames on the new channel and carries on there. Frames are encrypted when written, so the sequence numbers
 /// follow the order in which the peer reads them.
-final class OutboundFrameWriter: Sendable {
+package final class OutboundFrameWriter: Sendable {
     /// One frame to write.
     enum Item: Sendable {
         /// Bytes written as they are (handshake messages and frames before encryption).
@@ -72,7 +72,7 @@ final class OutboundFrameWriter: Sendable {
     private let heldCount = LockedValue(0)
 
     /// - Parameter clock: The clock write times are read from.
-    init(channel: any EndpointChannel, secure: SecureContextBox, clock: NearbyClock = .continuous) {
+    package init(channel: any EndpointChannel, secure: SecureContextBox, clock: NearbyClock = .continuous) {
         channelBox = LockedValue(channel)
         self.secure = secure
         self.clock = clock
@@ -109,7 +109,7 @@ final class OutboundFrameWriter: Sendable {
     var channel: any EndpointChannel { channelBox.withLock { $0 } }
 
     /// Runs until ``finishAfterQueued()``; returns the first write error, if any (later frames are then refused).
-    func run() async -> (any Error)? {
+    package func run() async -> (any Error)? {
         var failure: (any Error)?
         var ended = false
         var held: [Item]?
@@ -208,7 +208,7 @@ final class OutboundFrameWriter: Sendable {
     /// Stops the writer after the frames already queued, also those whose ``enqueue(_:)`` is still waiting for
     /// the writer (a response being sent while the connection ends must still go out); later frames are dropped.
     /// Returns at once; the writer's ``run()`` returns once it wrote (or dropped) what came before.
-    func finishAfterQueued() {
+    package func finishAfterQueued() {
         post(.end)
     }
 

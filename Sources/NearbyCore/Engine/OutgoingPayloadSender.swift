@@ -8,7 +8,7 @@ import NearbyWire
 ///
 /// It never hops onto the session: its state sits behind a lock, and the session only tells it the peer's ID,
 /// the peer's control messages and when the connection ended (``stop()``).
-final class OutgoingPayloadSender: Sendable {
+package final class OutgoingPayloadSender: Sendable {
     private struct State {
         var payloads: [PayloadID: OutgoingPayloadState] = [:]
         var laneTails: [PayloadKind: Task<Void, Never>] = [:]
@@ -23,14 +23,14 @@ final class OutgoingPayloadSender: Sendable {
     private let writer: OutboundFrameWriter
     private let gate: SendGate
     /// The chunk size of the current medium (a bandwidth upgrade changes it).
-    let chunkSize: LockedValue<Int>
+    package let chunkSize: LockedValue<Int>
     /// The peer's endpoint ID, for the events.
-    let peerEndpointID = LockedValue("")
+    package let peerEndpointID = LockedValue("")
     private let state = LockedValue(State())
     private let onEvent: @Sendable (EndpointEvent) -> Void
     private let logger: Logger
 
-    init(
+    package init(
         writer: OutboundFrameWriter, gate: SendGate, chunkSize: Int, logger: Logger,
         onEvent: @escaping @Sendable (EndpointEvent) -> Void
     ) {
@@ -42,7 +42,7 @@ final class OutgoingPayloadSender: Sendable {
     }
 
     /// Starts sending a payload.
-    func send(_ source: OutgoingPayloadSource, id: PayloadID) throws(NearbyError) {
+    package func send(_ source: OutgoingPayloadSource, id: PayloadID) throws(NearbyError) {
         guard id != 0 else { throw NearbyError(.invalidArgument, "payload ID 0 is not allowed") }
         guard !state.withLock({ $0.payloads[id] != nil }) else {
             throw NearbyError(.invalidArgument, "payload \(id) is already being sent")
@@ -66,7 +66,7 @@ final class OutgoingPayloadSender: Sendable {
     }
 
     /// Asks the payload's sender to stop; `false` if we are not sending it.
-    func cancel(_ id: PayloadID) -> Bool {
+    package func cancel(_ id: PayloadID) -> Bool {
         state.withLock { state in
             guard state.payloads[id] != nil else { return false }
             state.payloads[id]?.cancelRequested = true
@@ -80,7 +80,7 @@ final class OutgoingPayloadSender: Sendable {
     }
 
     /// The connection ended: every payload under way fails at its next chunk.
-    func stop() {
+    package func stop() {
         state.withLock { $0.stopped = true }
     }
 

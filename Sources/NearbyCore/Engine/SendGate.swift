@@ -1,5 +1,5 @@
 /// Where payload senders wait while a bandwidth upgrade holds writes.
-final class SendGate: Sendable {
+package final class SendGate: Sendable {
     private struct State {
         var closed = false
         var waiters: [CheckedContinuation<Void, Never>] = []
@@ -7,8 +7,11 @@ final class SendGate: Sendable {
 
     private let state = LockedValue(State())
 
+    /// Makes an open gate.
+    package init() {}
+
     /// Returns once the gate is open (at once if it is).
-    func wait() async {
+    package func wait() async {
         await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
             let open = state.withLock { state -> Bool in
                 guard state.closed else { return true }
@@ -20,10 +23,10 @@ final class SendGate: Sendable {
     }
 
     /// Holds later ``wait()``ers until ``open()``.
-    func close() { state.withLock { $0.closed = true } }
+    package func close() { state.withLock { $0.closed = true } }
 
     /// Lets every waiter go on.
-    func open() {
+    package func open() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.closed = false
             defer { state.waiters = [] }

@@ -1,7 +1,7 @@
 /// Arms named timers on a clock: each is one task sleeping on the clock, replaced when the timer is armed again
 /// and cancelled when it is disarmed. A timer that fired calls back with its generation; the owner
 /// ``claim(_:generation:)``s it, so a fire that raced with re-arming or disarming is ignored.
-final class SessionTimers<Key: Hashable & Sendable>: Sendable {
+package final class SessionTimers<Key: Hashable & Sendable>: Sendable {
     private struct Armed {
         var generation: UInt64
         var task: Task<Void, Never>
@@ -16,11 +16,11 @@ final class SessionTimers<Key: Hashable & Sendable>: Sendable {
     private let clock: NearbyClock
     private let state = LockedValue(State())
 
-    init(clock: NearbyClock) { self.clock = clock }
+    package init(clock: NearbyClock) { self.clock = clock }
 
     /// Arms `key` to call `fire` after `delay` of the clock's time, replacing the armed one. Does nothing once
     /// stopped.
-    func schedule(_ key: Key, after delay: Duration, fire: @escaping @Sendable (_ generation: UInt64) async -> Void) {
+    package func schedule(_ key: Key, after delay: Duration, fire: @escaping @Sendable (_ generation: UInt64) async -> Void) {
         let clock = self.clock
         let replaced: Task<Void, Never>? = state.withLock { state in
             guard !state.stopped else { return nil }
@@ -37,7 +37,7 @@ final class SessionTimers<Key: Hashable & Sendable>: Sendable {
     }
 
     /// Whether the timer that fired with `generation` is still the armed one; disarms it if so.
-    func claim(_ key: Key, generation: UInt64) -> Bool {
+    package func claim(_ key: Key, generation: UInt64) -> Bool {
         state.withLock { state in
             guard state.armed[key]?.generation == generation else { return false }
             state.armed[key] = nil
@@ -46,15 +46,15 @@ final class SessionTimers<Key: Hashable & Sendable>: Sendable {
     }
 
     /// Whether `key` is armed.
-    func isArmed(_ key: Key) -> Bool { state.withLock { $0.armed[key] != nil } }
+    package func isArmed(_ key: Key) -> Bool { state.withLock { $0.armed[key] != nil } }
 
     /// Disarms `key`.
-    func cancel(_ key: Key) {
+    package func cancel(_ key: Key) {
         state.withLock { $0.armed.removeValue(forKey: key)?.task }?.cancel()
     }
 
     /// Disarms every timer and refuses new ones.
-    func stop() {
+    package func stop() {
         let tasks = state.withLock { state -> [Task<Void, Never>] in
             state.stopped = true
             defer { state.armed = [:] }
