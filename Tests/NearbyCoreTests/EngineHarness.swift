@@ -56,10 +56,11 @@ struct EnginePair {
 
     /// Creates the pair. With `upgradeBeforeConnecting`, both connect over an in-memory "BLE" medium and can
     /// upgrade to an in-memory "Wi-Fi LAN" one; the discoverer runs the closure before each upgrade connection.
+    /// Both engines' timers sleep on `clock` (a `ManualClock` lets the test move time).
     init(
         keepAlive: KeepAliveSettings = .default, timeouts: EndpointSession.Timeouts = .init(),
         limits: ResourceLimits = .init(), discovererKeepAlive: KeepAliveSettings? = nil,
-        discovererLimits: ResourceLimits? = nil,
+        discovererLimits: ResourceLimits? = nil, clock: any Clock<Duration> = ContinuousClock(),
         upgradeBeforeConnecting: (@Sendable () async throws -> Void)? = nil
     ) {
         let air = InMemoryMedium.Air()
@@ -69,7 +70,7 @@ struct EnginePair {
         logger.logLevel = .critical
         let configuration = EngineConfiguration(
             serviceID: "com.example.test", strategy: .pointToPoint, receiveDirectory: receiveDirectory,
-            keepAlive: keepAlive, timeouts: timeouts, limits: limits, logger: logger)
+            keepAlive: keepAlive, timeouts: timeouts, limits: limits, logger: logger, clock: clock)
         var discovererConfiguration = configuration
         discovererConfiguration.keepAlive = discovererKeepAlive ?? keepAlive
         discovererConfiguration.limits = discovererLimits ?? limits

@@ -1,6 +1,7 @@
 import Foundation
 import NearbyCore
 import NearbyTestSupport
+import NearbyTesting
 import NearbyWire
 import Testing
 
@@ -106,9 +107,13 @@ struct EngineInMemoryTests {
 
     @Test("A peer that goes silent is disconnected after the keep-alive timeout")
     func keepAliveTimeout() async throws {
-        let pair = EnginePair(keepAlive: KeepAliveSettings(interval: .milliseconds(500), timeout: .seconds(4)))
+        let clock = ManualClock()
+        let pair = EnginePair(keepAlive: KeepAliveSettings(interval: .milliseconds(500), timeout: .seconds(4)), clock: clock)
         _ = try await pair.connect()
         pair.discovererMedium.freezeOpenedChannels()
+        // Each side sleeps on its keep-alive send, keep-alive timeout and write deadline timers.
+        await clock.waitForSleepers(atLeast: 6)
+        clock.advance(by: .seconds(4))
         let event = try await pair.advertiserLog.wait {
             if case .endpoint(.disconnected) = $0 { true } else { false }
         }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NearbyCore
 import NearbyTestSupport
+import NearbyTesting
 import NearbyWire
 import Testing
 
@@ -17,11 +18,16 @@ struct EngineLimitsTests {
     func stalledWriteDropsEndpoint() async throws {
         var limits = ResourceLimits()
         limits.writeTimeout = .seconds(1)
-        let pair = EnginePair(limits: limits)
+        let clock = ManualClock()
+        let pair = EnginePair(limits: limits, clock: clock)
         _ = try await pair.connect()
         pair.discovererMedium.stallOpenedChannelWrites()
         try await pair.discoverer.send(.bytes([1, 2, 3]), to: "ADVR", id: 31)
-        // The advertiser keeps sending keep-alives, so only the write deadline can end this.
+        _ = try await eventually("the stuck write") { pair.discovererMedium.stalledWriteCount > 0 ? true : nil }
+        // Each side sleeps on its keep-alive send, keep-alive timeout and write deadline timers.
+        await clock.waitForSleepers(atLeast: 6)
+        // The keep-alive timeout is 30 s away, so only the write deadline can end this.
+        clock.advance(by: .seconds(1))
         let event = try await pair.discovererLog.wait(timeout: .seconds(20)) {
             if case .endpoint(.disconnected) = $0 { true } else { false }
         }
@@ -121,18 +127,30 @@ struct EngineLimitsTests {
     func pendingDecisionExpires() async throws {
         var limits = ResourceLimits()
         limits.pendingDecisionTimeout = .seconds(1)
+        // The drain bound is far from the linger after a rejection, so the clock tells which one is armed.
+        var timeouts = EndpointSession.Timeouts()
+        timeouts.drainBeforeClose = .seconds(10)
+        let clock = ManualClock()
         // Only the advertiser's deadline is short, so that it is the one to reject.
-        let pair = EnginePair(limits: limits, discovererLimits: ResourceLimits())
+        let pair = EnginePair(timeouts: timeouts, limits: limits, discovererLimits: ResourceLimits(), clock: clock)
         try await pair.advertiser.startAdvertising(endpointInfo: [1])
         try await pair.discoverer.startDiscovery()
         _ = try await pair.discovererLog.wait { if case .endpointFound = $0 { true } else { false } }
         try await pair.discoverer.requestConnection(to: "ADVR", endpointInfo: [2])
         _ = try await pair.advertiserLog.wait { if case .endpoint(.initiated) = $0 { true } else { false } }
         _ = try await pair.discovererLog.wait { if case .endpoint(.initiated) = $0 { true } else { false } }
-        // Neither app decides.
+        // Neither app decides. Each side sleeps on its decision, keep-alive and write deadline timers.
+        await clock.waitForSleepers(atLeast: 8)
+        clock.advance(by: .seconds(1))
         _ = try await pair.advertiserLog.wait(timeout: .seconds(20)) {
             if case .endpoint(.rejected(_, false)) = $0 { true } else { false }
         }
+        // The advertiser lingers (once its rejection is written) so that the discoverer reads it, then closes.
+        let linger = timeouts.rejectedCloseDelay
+        _ = try await eventually("the linger after the rejection") {
+            clock.nextDeadline == clock.now.advanced(by: linger) ? true : nil
+        }
+        clock.advance(by: linger)
         _ = try await pair.discovererLog.wait(timeout: .seconds(20)) {
             if case .endpoint(.rejected(_, true)) = $0 { true } else { false }
         }
@@ -144,10 +162,15 @@ struct EngineLimitsTests {
     func peerKeepAliveTimeoutIsClamped() async throws {
         var limits = ResourceLimits()
         limits.peerKeepAliveTimeoutRange = .seconds(1) ... .seconds(2)
+        let clock = ManualClock()
         let pair = EnginePair(
-            limits: limits, discovererKeepAlive: KeepAliveSettings(interval: .seconds(3000), timeout: .seconds(6000)))
+            limits: limits, discovererKeepAlive: KeepAliveSettings(interval: .seconds(3000), timeout: .seconds(6000)),
+            clock: clock)
         _ = try await pair.connect()
         pair.discovererMedium.freezeOpenedChannels()
+        // Each side sleeps on its keep-alive send, keep-alive timeout and write deadline timers.
+        await clock.waitForSleepers(atLeast: 6)
+        clock.advance(by: .seconds(2))
         let event = try await pair.advertiserLog.wait(timeout: .seconds(20)) {
             if case .endpoint(.disconnected) = $0 { true } else { false }
         }

@@ -1,6 +1,7 @@
 import Foundation
 import NearbyCore
 import NearbyTestSupport
+import NearbyTesting
 import NearbyWire
 import Testing
 
@@ -83,10 +84,12 @@ struct EngineUpgradeTests {
 
     @Test("After failed upgrades the advertiser offers again, later each time, and a later offer succeeds")
     func retriedUpgrade() async throws {
-        var timeouts = EndpointSession.Timeouts()
-        timeouts.upgradeRetry = .milliseconds(50)
+        let clock = ManualClock()
         let failures = LockedValue(0)
-        let pair = EnginePair(timeouts: timeouts, upgradeBeforeConnecting: {
+        // Keep-alive timers far away, so that the retry is the next deadline on the clock.
+        let pair = EnginePair(
+            keepAlive: KeepAliveSettings(interval: .seconds(100), timeout: .seconds(200)), clock: clock,
+            upgradeBeforeConnecting: {
             let failed = failures.withLock { count -> Bool in
                 count += 1
                 return count <= 2
@@ -94,13 +97,21 @@ struct EngineUpgradeTests {
             if failed { throw NearbyError(.endpointIoError, "not yet") }
         })
         _ = try await pair.connect()
+        let attempts = try #require(pair.discovererUpgradeMedium).connectAttempts
+        // Each failure arms the next offer: after 3 s (Timeouts.upgradeRetry), then after twice that.
+        for (attempt, wait) in [(1, Duration.seconds(3)), (2, .seconds(6))] {
+            _ = try await eventually("upgrade attempt \(attempt)") { attempts.withLock { $0 } == attempt ? true : nil }
+            _ = try await eventually("the retry \(wait) later") {
+                clock.nextDeadline == clock.now.advanced(by: wait) ? true : nil
+            }
+            clock.advance(by: wait)
+        }
         _ = try await pair.advertiserLog.wait(Self.isMediumChange)
         _ = try await pair.discovererLog.wait(Self.isMediumChange)
-        #expect(pair.discovererUpgradeMedium?.connectAttempts.withLock { $0 } == 3)
+        #expect(attempts.withLock { $0 } == 3)
         try await pair.advertiser.send(.bytes(Array("upgraded".utf8)), to: "DISC", id: 61)
         _ = try await pair.discovererLog.wait { if case .endpoint(.bytesReceived(_, 61, _)) = $0 { true } else { false } }
-        await pair.discoverer.shutdown()
-        await pair.advertiser.shutdown()
+        // No shutdown: its goodbye lingers on the manual clock, which this test no longer moves.
     }
 
     @Test("A peer that never finishes draining the old channel is disconnected with a clear error")

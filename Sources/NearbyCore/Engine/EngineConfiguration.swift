@@ -40,14 +40,19 @@ public struct EngineConfiguration: Sendable {
     public var limits: ResourceLimits
     /// The logger; set its level to `.debug` for the debug log.
     public var logger: Logger
+    /// The clock every timer of the engine sleeps on (keep-alive, deadlines, upgrade retries, drains): the
+    /// system's `ContinuousClock` by default; tests pass a `ManualClock` from the `NearbyTesting` product.
+    public var clock: any Clock<Duration>
 
     /// Creates a configuration.
     public init(
         serviceID: String, strategy: Strategy = .pointToPoint,
         receiveDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
         keepAlive: KeepAliveSettings = .default, timeouts: EndpointSession.Timeouts = .init(),
-        autoUpgradeBandwidth: Bool = true, limits: ResourceLimits = .init(), logger: Logger = Logger(label: "nearby")
+        autoUpgradeBandwidth: Bool = true, limits: ResourceLimits = .init(), logger: Logger = Logger(label: "nearby"),
+        clock: any Clock<Duration> = ContinuousClock()
     ) {
+        self.clock = clock
         self.serviceID = serviceID
         self.strategy = strategy
         self.receiveDirectory = receiveDirectory

@@ -27,11 +27,14 @@ public actor NearbyEngine {
     private var byEndpoint: [String: EndpointSession] = [:]
     private let logger: Logger
     private let overflow: EventOverflowWarning
+    /// The configuration's clock, wrapped once so that every session counts from the same start.
+    private let clock: NearbyClock
 
     /// Creates an engine over `mediums` (in priority order).
     public init(configuration: EngineConfiguration, mediums: [any Medium], localEndpointID: String? = nil) {
         self.configuration = configuration
         self.mediums = mediums
+        clock = NearbyClock(any: configuration.clock)
         self.localEndpointID = localEndpointID ?? EndpointID.random().value
         (events, continuation) = AsyncStream.makeStream(
             bufferingPolicy: .bufferingNewest(max(1, configuration.limits.maxBufferedEvents)))
@@ -257,7 +260,7 @@ public actor NearbyEngine {
                 await self?.admit(session, endpointID: endpointID, nonce: nonce) ?? false
             },
             upgradeMediums: mediums.filter(\.supportsUpgradeListening),
-            autoUpgrade: configuration.autoUpgradeBandwidth, localEndpointID: localEndpointID,
+            autoUpgrade: configuration.autoUpgradeBandwidth, localEndpointID: localEndpointID, clock: clock,
             onEvent: { [continuation, overflow] event in
                 // Yielded synchronously so events keep the order the session reports them in.
                 overflow.check(continuation.yield(.endpoint(event)))

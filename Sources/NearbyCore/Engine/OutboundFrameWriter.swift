@@ -15,15 +15,15 @@ import NearbyWire
 ///
 /// The writer does not time out on its own: it reports when the current write started
 /// (``writeInProgressSince``) and the session drops the endpoint when a write outlives its deadline (closing the
-/// channel fails the stuck write). After a write error every later frame is dropped; the reader side notices the
-/// broken channel and ends the session.
+/// channel fails the stuck write). After a write error every later frame is dropped and ``onFailure(_:)`` tells
+/// the session, which ends.
 ///
 /// During a bandwidth upgrade the writer moves to the new channel: ``Item/holdAfter(_:)`` writes LAST_WRITE on the
 /// old channel and holds every later frame (the session stops its payload senders meanwhile, so few are held),
 /// ``Item/priority(_:)`` still reaches the old channel (SAFE_TO_CLOSE), and ``Item/switchChannel(_:)`` writes the
 /// held frames on the new channel and carries on there. Frames are encrypted when written, so the sequence numbers
 /// follow the order in which the peer reads them.
-final class OutboundFrameWriter: Sendable {
+package final class OutboundFrameWriter: Sendable {
     /// One frame to write.
     enum Item: Sendable {
         /// Bytes written as they are (handshake messages and frames before encryption).
@@ -63,23 +63,38 @@ final class OutboundFrameWriter: Sendable {
     private let channelBox: LockedValue<any EndpointChannel>
     private let queue = LockedValue(Queue())
     private let secure: SecureContextBox
-    private let lastWrite: LockedValue<ContinuousClock.Instant>
-    private let writeStarted = LockedValue<ContinuousClock.Instant?>(nil)
+    private let clock: NearbyClock
+    private let lastWrite: LockedValue<Duration>
+    private let writeStarted = LockedValue<Duration?>(nil)
     private let firstFailure = LockedValue<NearbyError?>(nil)
+    private let failureHandler = LockedValue<(@Sendable (NearbyError) -> Void)?>(nil)
     /// How many frames are held during a bandwidth upgrade (they count as waiting).
     private let heldCount = LockedValue(0)
 
-    init(channel: any EndpointChannel, secure: SecureContextBox) {
+    /// - Parameter clock: The clock write times are read from.
+    package init(channel: any EndpointChannel, secure: SecureContextBox, clock: NearbyClock = .continuous) {
         channelBox = LockedValue(channel)
         self.secure = secure
-        lastWrite = LockedValue(.now)
+        self.clock = clock
+        lastWrite = LockedValue(clock.now)
     }
 
-    /// When a frame was last written.
-    var lastWriteInstant: ContinuousClock.Instant { lastWrite.withLock { $0 } }
+    /// When a frame was last written (on the writer's clock).
+    var lastWriteInstant: Duration { lastWrite.withLock { $0 } }
 
-    /// When the write under way started; `nil` while the writer is not writing.
-    var writeInProgressSince: ContinuousClock.Instant? { writeStarted.withLock { $0 } }
+    /// When the write under way started (on the writer's clock); `nil` while the writer is not writing.
+    var writeInProgressSince: Duration? { writeStarted.withLock { $0 } }
+
+    /// Calls `handler` once, with the first write error (a failed write drops every later frame, so the session
+    /// is over even if its read loop does not notice).
+    func onFailure(_ handler: @escaping @Sendable (NearbyError) -> Void) {
+        failureHandler.withLock { $0 = handler }
+    }
+
+    /// `frame` as the item to queue: sealed once encryption is on, plain before.
+    func item(_ frame: ProtoOfflineFrame) -> Item {
+        secure.isEnabled ? .sealed(frame) : .plain(OfflineFrames.serialize(frame))
+    }
 
     /// The first write error, once a write failed (every later frame is then dropped).
     var failure: NearbyError? { firstFailure.withLock { $0 } }
@@ -94,7 +109,7 @@ final class OutboundFrameWriter: Sendable {
     var channel: any EndpointChannel { channelBox.withLock { $0 } }
 
     /// Runs until ``finishAfterQueued()``; returns the first write error, if any (later frames are then refused).
-    func run() async -> (any Error)? {
+    package func run() async -> (any Error)? {
         var failure: (any Error)?
         var ended = false
         var held: [Item]?
@@ -139,9 +154,9 @@ final class OutboundFrameWriter: Sendable {
                 }
             } catch {
                 failure = error
-                firstFailure.withLock {
-                    $0 = (error as? NearbyError) ?? NearbyError(.endpointIoError, "writing to the peer failed", cause: error)
-                }
+                let reported = (error as? NearbyError) ?? NearbyError(.endpointIoError, "writing to the peer failed", cause: error)
+                firstFailure.withLock { $0 = reported }
+                failureHandler.withLock { $0 }?(reported)
             }
         }
         return failure
@@ -161,10 +176,10 @@ final class OutboundFrameWriter: Sendable {
         default:
             return
         }
-        writeStarted.withLock { $0 = .now }
+        writeStarted.withLock { $0 = clock.now }
         defer { writeStarted.withLock { $0 = nil } }
         try await channel.writeFrame(bytes)
-        lastWrite.withLock { $0 = .now }
+        lastWrite.withLock { $0 = clock.now }
     }
 
     /// Queues a frame; returns once the writer has taken it (after the previous frame was written). Frames
@@ -193,7 +208,7 @@ final class OutboundFrameWriter: Sendable {
     /// Stops the writer after the frames already queued, also those whose ``enqueue(_:)`` is still waiting for
     /// the writer (a response being sent while the connection ends must still go out); later frames are dropped.
     /// Returns at once; the writer's ``run()`` returns once it wrote (or dropped) what came before.
-    func finishAfterQueued() {
+    package func finishAfterQueued() {
         post(.end)
     }
 

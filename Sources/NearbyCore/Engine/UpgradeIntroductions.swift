@@ -25,10 +25,12 @@ final class UpgradeIntroductions: Sendable {
     private let channels: OpenChannels
     private let endpointID: String
     private let timeout: Duration
+    private let clock: NearbyClock
     private let logger: Logger
 
-    /// Expects introductions from `endpointID`, each within `timeout` of its channel's arrival.
-    init(endpointID: String, timeout: Duration, logger: Logger) {
+    /// Expects introductions from `endpointID`, each within `timeout` of `clock` from its channel's arrival.
+    init(endpointID: String, timeout: Duration, clock: NearbyClock = .continuous, logger: Logger) {
+        self.clock = clock
         (introduced, continuation) = AsyncStream.makeStream()
         let channels = OpenChannels()
         self.channels = channels
@@ -53,12 +55,13 @@ final class UpgradeIntroductions: Sendable {
         }
         let endpointID = self.endpointID
         let timeout = self.timeout
+        let clock = self.clock
         let logger = self.logger
         let continuation = self.continuation
         let channels = self.channels
         Task {
             do {
-                try await Self.readIntroduction(on: channel, from: endpointID, within: timeout)
+                try await Self.readIntroduction(on: channel, from: endpointID, within: timeout, clock: clock)
             } catch {
                 logger.notice("refusing an upgrade channel", metadata: ["peer": "\(channel.peerDescription)", "error": "\(error)"])
                 channels.remove(slot)
@@ -83,9 +86,9 @@ final class UpgradeIntroductions: Sendable {
 
     /// Reads the first frame within `timeout` and checks it is a CLIENT_INTRODUCTION from `endpointID`.
     static func readIntroduction(
-        on channel: any EndpointChannel, from endpointID: String, within timeout: Duration
+        on channel: any EndpointChannel, from endpointID: String, within timeout: Duration, clock: NearbyClock
     ) async throws {
-        let body = try await EndpointSession.readFirstFrame(on: channel, within: timeout)
+        let body = try await channel.readFirstFrame(within: timeout, clock: clock)
         guard case .bandwidthUpgradeNegotiation(let frame) = try OfflineFrameParser.parse(body),
             frame.eventType == .clientIntroduction
         else {
