@@ -5,6 +5,12 @@ import PackageDescription
 
 let package = Package(
     name: "swift-nearby",
+    // Linux is the platform: the package is built and tested on Linux only. SwiftPM cannot name Linux here, so this
+    // line only sets the minimum macOS for resolving the manifest (Duration and Clock need macOS 13+). It does not
+    // build on macOS: NearbyWiFiLAN needs libavahi-client (macOS has Bonjour's dns_sd instead), NearbyBLE's
+    // `hci:N` is the Linux HCI user channel (macOS gives no process the controller; CoreBluetooth would be needed),
+    // and file and socket code imports Glibc. A macOS port would need a DNS-SD client over dns_sd, a BLE medium
+    // over CoreBluetooth (or a controller reached over tcp: or uart: only), and Darwin imports.
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "NearbyWire", targets: ["NearbyWire"]),
@@ -146,10 +152,11 @@ let package = Package(
             path: "Examples/Chat", exclude: ["README.md"]),
         .executableTarget(
             name: "nearby-file-drop", dependencies: ["NearbyConnections"], path: "Examples/FileDrop", exclude: ["README.md"]),
-        // Test doubles for apps and for our own tests: a manual clock (and, later, the in-memory medium).
+        // Test doubles for apps and for our own tests: a manual clock, and the in-memory medium that runs the engine
+        // without radios.
         .target(
             name: "NearbyTesting",
-            dependencies: ["NearbyCore"]
+            dependencies: ["NearbyCore", "NearbyWire", "NearbyConnections"]
         ),
         // Helpers shared by the test targets (seeded randomness, byte mutation, error expectations).
         .target(
@@ -182,7 +189,10 @@ let package = Package(
         ),
         .testTarget(
             name: "NearbyIntegrationTests",
-            dependencies: ["NearbyConnections", "NearbyCore", "NearbyWire", "NearbySecurity", "NearbyTestSupport"]
+            dependencies: [
+                "NearbyConnections", "NearbyCore", "NearbyWire", "NearbySecurity", "NearbyTesting", "NearbyTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "NearbyMessagesTests",
