@@ -10,36 +10,36 @@
 /// ```swift
 /// let digest = SHA256Digest.hash(Array("abc".utf8))   // 32 bytes, ba7816bf…
 /// ```
-public struct SHA256Digest: Sendable {
+package struct SHA256Digest: Sendable {
     /// The length of a SHA-256 digest in bytes.
-    public static let byteCount = 32
+    package static let byteCount = 32
 
     /// The length of one SHA-256 message block in bytes.
-    public static let blockByteCount = 64
+    package static let blockByteCount = 64
 
     private var state: [UInt32] = SHA256Digest.initialState
     private var pending: [UInt8] = []
     private var messageLength: UInt64 = 0
 
     /// Creates a hasher with nothing fed to it yet.
-    public init() {
+    package init() {
         pending.reserveCapacity(Self.blockByteCount)
     }
 
     /// Returns the SHA-256 digest (32 bytes) of `bytes`.
-    public static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
+    package static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
         var hasher = SHA256Digest()
         hasher.update(bytes)
         return hasher.finalize()
     }
 
     /// Returns the SHA-256 digest (32 bytes) of the UTF-8 encoding of `string`.
-    public static func hash(utf8 string: String) -> [UInt8] {
+    package static func hash(utf8 string: String) -> [UInt8] {
         hash(Array(string.utf8))
     }
 
     /// Feeds more message bytes to the hasher.
-    public mutating func update(_ bytes: some Sequence<UInt8>) {
+    package mutating func update(_ bytes: some Sequence<UInt8>) {
         for byte in bytes {
             pending.append(byte)
             messageLength &+= 1
@@ -52,7 +52,7 @@ public struct SHA256Digest: Sendable {
     /// Pads the message, processes the last blocks and returns the 32-byte digest.
     ///
     /// The hasher is consumed: call this once, on a copy if you need to continue.
-    public consuming func finalize() -> [UInt8] {
+    package consuming func finalize() -> [UInt8] {
         let bitLength = messageLength &* 8
         pending.append(0x80)
         if pending.count > Self.blockByteCount - 8 {
