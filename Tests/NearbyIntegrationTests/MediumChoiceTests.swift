@@ -3,6 +3,7 @@ import Logging
 import NearbyConnections
 import NearbyCore
 import NearbyTestSupport
+import NearbyWire
 import Testing
 
 /// The app-facing medium choice (`ConnectionOptions.mediums`, `BluetoothController`), the one factory that turns it
@@ -77,6 +78,28 @@ struct MediumChoiceTests {
         await manager.shutdown()
     }
 
+    @Test("stopAdvertising() while a startAdvertising is still under way stops that advertisement")
+    func stopDuringStart() async throws {
+        let air = InMemoryMedium.Air()
+        let medium = HeldAdvertisingMedium(InMemoryMedium(air: air))
+        var options = ConnectionOptions(drivers: [medium], receiveDirectory: FileManager.default.temporaryDirectory)
+        options.logger.logLevel = .critical
+        let manager = ConnectionManager(serviceID: "ordered", strategy: .pointToPoint, options: options)
+        let advertiser = Advertiser(connectionManager: manager)
+        let (stopped, stoppedContinuation) = AsyncStream<Void>.makeStream()
+        advertiser.startAdvertising(using: Data("held".utf8), completionHandler: { _ in })
+        try await withTestTimeout(30, "the medium's startAdvertising") {
+            for await _ in medium.entered { return }
+        }
+        advertiser.stopAdvertising { _ in stoppedContinuation.yield() }
+        medium.release()
+        try await withTestTimeout(30, "the stop's completion") {
+            for await _ in stopped { return }
+        }
+        #expect(air.advertisementCount == 0)
+        await manager.shutdown()
+    }
+
     @Test("stopDiscovery() returns at once and is done before a later startDiscovery begins")
     func stopThenStartDiscovery() async throws {
         var options = quietOptions()
@@ -89,5 +112,42 @@ struct MediumChoiceTests {
         }
         try await discoverer.startDiscovery()
         await manager.shutdown()
+    }
+}
+
+/// An in-memory medium whose advertising start waits, once inside the medium, until the test releases it.
+final class HeldAdvertisingMedium: MediumDriver {
+    let inner: InMemoryMedium
+    /// Yields when a start has entered the medium.
+    let entered: AsyncStream<Void>
+    private let enteredContinuation: AsyncStream<Void>.Continuation
+    private let gate: AsyncStream<Void>
+    private let gateContinuation: AsyncStream<Void>.Continuation
+
+    init(_ inner: InMemoryMedium) {
+        self.inner = inner
+        (entered, enteredContinuation) = AsyncStream<Void>.makeStream()
+        (gate, gateContinuation) = AsyncStream<Void>.makeStream()
+    }
+
+    var kind: MediumKind { inner.kind }
+
+    /// Lets the held start go on.
+    func release() { gateContinuation.yield() }
+
+    func startAdvertising(
+        _ request: AdvertisingRequest, onIncoming: @escaping @Sendable (any EndpointChannel) -> Void
+    ) async throws -> any AdvertisingSession {
+        enteredContinuation.yield()
+        for await _ in gate { break }
+        return try await inner.startAdvertising(request, onIncoming: onIncoming)
+    }
+
+    func discover(serviceID: String, pcp: PCP) -> AsyncThrowingStream<DiscoveryEvent, any Error> {
+        inner.discover(serviceID: serviceID, pcp: pcp)
+    }
+
+    func connect(to route: EndpointRoute) async throws -> any EndpointChannel {
+        try await inner.connect(to: route)
     }
 }
