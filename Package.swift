@@ -103,7 +103,8 @@ let package = Package(
             ]
         ),
         // Nearby Messages on top of Nearby Connections: publish/subscribe of small messages through the endpoint
-        // info (larger ones through a connection), consent, radio-state handlers, and BLE beacon decoding.
+        // info (larger ones through a connection), consent, radio-state handlers, and BLE beacon decoding. Its
+        // mediums come from NearbyConnections' medium factory; NearbyBLE is here for the beacon scanner only.
         .target(
             name: "NearbyMessages",
             dependencies: [
@@ -111,7 +112,6 @@ let package = Package(
                 "NearbyConnections",
                 "NearbyCore",
                 "NearbyWire",
-                "NearbyWiFiLAN",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
