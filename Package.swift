@@ -5,6 +5,12 @@ import PackageDescription
 
 let package = Package(
     name: "swift-nearby",
+    // Linux is the platform: the package is built and tested on Linux only. SwiftPM cannot name Linux here, so this
+    // line only sets the minimum macOS for resolving the manifest (Duration and Clock need macOS 13+). It does not
+    // build on macOS: NearbyWiFiLAN needs libavahi-client (macOS has Bonjour's dns_sd instead), NearbyBLE's
+    // `hci:N` is the Linux HCI user channel (macOS gives no process the controller; CoreBluetooth would be needed),
+    // and file and socket code imports Glibc. A macOS port would need a DNS-SD client over dns_sd, a BLE medium
+    // over CoreBluetooth (or a controller reached over tcp: or uart: only), and Darwin imports.
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "NearbyWire", targets: ["NearbyWire"]),
@@ -103,7 +109,8 @@ let package = Package(
             ]
         ),
         // Nearby Messages on top of Nearby Connections: publish/subscribe of small messages through the endpoint
-        // info (larger ones through a connection), consent, radio-state handlers, and BLE beacon decoding.
+        // info (larger ones through a connection), consent, radio-state handlers, and BLE beacon decoding. Its
+        // mediums come from NearbyConnections' medium factory; NearbyBLE is here for the beacon scanner only.
         .target(
             name: "NearbyMessages",
             dependencies: [
@@ -111,7 +118,6 @@ let package = Package(
                 "NearbyConnections",
                 "NearbyCore",
                 "NearbyWire",
-                "NearbyWiFiLAN",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -153,10 +159,11 @@ let package = Package(
             path: "Examples/Chat", exclude: ["README.md"]),
         .executableTarget(
             name: "nearby-file-drop", dependencies: ["NearbyConnections"], path: "Examples/FileDrop", exclude: ["README.md"]),
-        // Test doubles for apps and for our own tests: a manual clock (and, later, the in-memory medium).
+        // Test doubles for apps and for our own tests: a manual clock, and the in-memory medium that runs the engine
+        // without radios.
         .target(
             name: "NearbyTesting",
-            dependencies: ["NearbyCore"]
+            dependencies: ["NearbyCore", "NearbyWire", "NearbyConnections"]
         ),
         // Helpers shared by the test targets (seeded randomness, byte mutation, error expectations).
         .target(
@@ -189,7 +196,10 @@ let package = Package(
         ),
         .testTarget(
             name: "NearbyIntegrationTests",
-            dependencies: ["NearbyConnections", "NearbyCore", "NearbyWire", "NearbySecurity", "NearbyTestSupport"]
+            dependencies: [
+                "NearbyConnections", "NearbyCore", "NearbyWire", "NearbySecurity", "NearbyTesting", "NearbyTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "NearbyMessagesTests",

@@ -49,7 +49,7 @@ func send(serviceID: String, path: String) async throws {
     loop: for await event in events {
         switch event {
         case .endpointFound(let id, _, _) where payload == nil:
-            await discoverer.stopDiscovery()
+            discoverer.stopDiscovery()
             try await discoverer.requestConnection(to: id, using: Data("sender".utf8))
         case .connectionRequested(let id, _, let code, _):
             print("connecting to \(id), code \(code.digits)")

@@ -23,25 +23,42 @@ public final class Advertiser: Sendable {
 
     deinit {
         let engine = connectionManager.engine
-        Task { await engine.stopAdvertising() }
+        connectionManager.operations.enqueue { await engine.stopAdvertising() }
     }
 
-    /// Starts advertising `context` (the endpoint info, at most 131 bytes) on the given mediums (default: all).
+    /// Starts advertising `context` (the endpoint info, at most 131 bytes) on the given mediums (default: those of
+    /// ``ConnectionOptions/mediums``). It starts after earlier starts and stops of this manager have finished.
     /// - Returns: one session per medium, with its port and whether peers can discover it.
+    /// - Throws: ``NearbyWire/NearbyError``: `.outOfOrderApiCall` when already advertising, `.invalidArgument` for
+    ///   endpoint info over 131 bytes, why no medium asked for can advertise (`.bluetoothUnavailable` for BLE without
+    ///   a controller, `.mediumUnavailable`).
     @discardableResult
     public func startAdvertising(using context: Data, mediums: Set<Medium>? = nil) async throws -> [any AdvertisingSession] {
-        try await connectionManager.engine.startAdvertising(
-            endpointInfo: Array(context), port: connectionManager.options.listenPort,
-            only: mediums.map { Set($0.compactMap(\.kind)) })
+        let manager = connectionManager
+        let kinds = try manager.engineKinds(mediums)
+        return try await manager.operations.run {
+            try await manager.engine.startAdvertising(
+                endpointInfo: Array(context), port: manager.options.listenPort, only: kinds)
+        }
     }
 
-    /// Starts advertising (Google's callback form).
+    /// Starts advertising (Google's callback form); `completionHandler` gets `nil` once advertising runs, or the
+    /// error.
     public func startAdvertising(
         using context: Data, mediums: Set<Medium>? = nil, completionHandler: (@Sendable ((any Error)?) -> Void)? = nil
     ) {
-        Task {
+        let manager = connectionManager
+        let kinds: Set<MediumKind>?
+        do {
+            kinds = try manager.engineKinds(mediums)
+        } catch {
+            completionHandler?(error)
+            return
+        }
+        manager.operations.enqueue {
             do {
-                try await startAdvertising(using: context, mediums: mediums)
+                try await manager.engine.startAdvertising(
+                    endpointInfo: Array(context), port: manager.options.listenPort, only: kinds)
                 completionHandler?(nil)
             } catch {
                 completionHandler?(error)
@@ -49,16 +66,19 @@ public final class Advertiser: Sendable {
         }
     }
 
-    /// Stops advertising; connections stay up.
-    public func stopAdvertising() async {
-        await connectionManager.engine.stopAdvertising()
-    }
-
-    /// Stops advertising (Google's callback form).
-    public func stopAdvertising(completionHandler: (@Sendable ((any Error)?) -> Void)?) {
-        Task {
-            await stopAdvertising()
+    /// Stops advertising (Google's form): returns at once; the stop runs after earlier starts and stops of this
+    /// manager and before later ones, and `completionHandler` is called when it is done. Connections stay up.
+    public func stopAdvertising(completionHandler: (@Sendable ((any Error)?) -> Void)? = nil) {
+        let engine = connectionManager.engine
+        connectionManager.operations.enqueue {
+            await engine.stopAdvertising()
             completionHandler?(nil)
         }
+    }
+
+    /// Stops advertising and returns when it has stopped (for code that must know, such as Nearby Messages).
+    package func stopAdvertisingAndWait() async {
+        let engine = connectionManager.engine
+        await connectionManager.operations.enqueue { await engine.stopAdvertising() }.value
     }
 }

@@ -43,6 +43,10 @@ public final class ConnectionManager: Sendable {
 
     let engine: NearbyEngine
     let options: ConnectionOptions
+    /// Why mediums in ``ConnectionOptions/mediums`` could not be made (BLE without a controller).
+    let mediumProblems: [MediumKind: NearbyError]
+    /// Advertising and discovery starts and stops, in call order.
+    let operations = OrderedOperations()
     private let subscribers = LockedValue<[UUID: Subscriber]>([:])
 
     struct Subscriber {
@@ -75,12 +79,17 @@ public final class ConnectionManager: Sendable {
         self.options = options
         var timeouts = EndpointSession.Timeouts()
         timeouts.upgradeDelay = options.bandwidthUpgradeDelay
+        let (drivers, problems) = options.makeDrivers()
+        for (kind, problem) in problems {
+            options.logger.warning("medium unavailable", metadata: ["medium": "\(kind)", "error": "\(problem)"])
+        }
+        mediumProblems = problems
         engine = NearbyEngine(
             configuration: EngineConfiguration(
                 serviceID: serviceID, strategy: strategy, receiveDirectory: options.receiveDirectory,
                 keepAlive: options.keepAlive, timeouts: timeouts, autoUpgradeBandwidth: options.autoUpgradeBandwidth,
                 limits: options.limits, logger: options.logger),
-            mediums: options.mediums)
+            mediums: drivers)
         let engine = self.engine
         router.withLock {
             $0 = Task { [weak self] in
@@ -97,6 +106,16 @@ public final class ConnectionManager: Sendable {
         for subscriber in subscribers.withLock({ Array($0.values) }) { subscriber.continuation.finish() }
         let engine = self.engine
         Task { await engine.shutdown() }
+    }
+
+    /// The engine's kinds for the mediums asked for (`nil`: every medium of the options).
+    /// - Throws: why none of the implemented mediums asked for can be used (BLE without a controller).
+    func engineKinds(_ mediums: Set<Medium>?) throws -> Set<MediumKind>? {
+        let kinds = mediums.map { Set($0.compactMap(\.kind)) }
+        let asked = kinds ?? Set(options.mediums.compactMap(\.kind))
+        let problems = asked.sorted { $0.rawValue < $1.rawValue }.compactMap { mediumProblems[$0] }
+        if let first = problems.first, problems.count == asked.count { throw first }
+        return kinds
     }
 
     func attach(advertiser: Advertiser) { state.withLock { $0.advertiser = advertiser } }
@@ -162,76 +181,6 @@ public final class ConnectionManager: Sendable {
     public func requestConnection(toAddress host: String, port: Int, using context: Data) async throws -> EndpointID {
         try await engine.requestConnection(
             route: .tcp(hosts: [host], port: port), medium: .wifiLAN, endpointInfo: Array(context))
-    }
-
-    // MARK: - Payloads (Google's shape)
-
-    /// Sends bytes to each endpoint; the handler reports whether the send was accepted (not delivery).
-    @discardableResult
-    public func send(
-        _ data: Data, to endpointIDs: [EndpointID], id: PayloadID? = nil,
-        completionHandler: (@Sendable ((any Error)?) -> Void)? = nil
-    ) -> CancellationToken {
-        let id = id ?? .unique()
-        Task {
-            do {
-                for endpoint in endpointIDs { try await engine.send(.bytes(Array(data)), to: endpoint, id: id) }
-                completionHandler?(nil)
-            } catch {
-                completionHandler?(error)
-            }
-        }
-        return CancellationToken(payloadID: id, engine: engine)
-    }
-
-    /// Sends a file to each endpoint under `resourceName`.
-    @discardableResult
-    public func sendResource(
-        at resourceURL: URL, withName resourceName: String, to endpointIDs: [EndpointID], id: PayloadID? = nil,
-        completionHandler: (@Sendable ((any Error)?) -> Void)? = nil
-    ) -> CancellationToken {
-        let id = id ?? .unique()
-        let (fileName, folder) = Self.split(resourceName)
-        Task {
-            do {
-                for endpoint in endpointIDs {
-                    try await engine.send(.file(resourceURL, name: fileName, parentFolder: folder), to: endpoint, id: id)
-                }
-                completionHandler?(nil)
-            } catch {
-                completionHandler?(error)
-            }
-        }
-        return CancellationToken(payloadID: id, engine: engine)
-    }
-
-    /// Sends what `stream` yields to one endpoint, read in 64 KiB pieces.
-    @discardableResult
-    public func startStream(
-        _ stream: InputStream, to endpointIDs: [EndpointID], id: PayloadID? = nil,
-        completionHandler: (@Sendable ((any Error)?) -> Void)? = nil
-    ) -> CancellationToken {
-        let id = id ?? .unique()
-        let reader = InputStreamReader(stream)
-        Task {
-            do {
-                for endpoint in endpointIDs.prefix(1) {
-                    try await engine.send(.stream(next: { reader.read() }), to: endpoint, id: id)
-                }
-                completionHandler?(nil)
-            } catch {
-                completionHandler?(error)
-            }
-        }
-        return CancellationToken(payloadID: id, engine: engine)
-    }
-
-    /// Disconnects from an endpoint (Google's callback form).
-    public func disconnect(from endpointID: EndpointID, completionHandler: (@Sendable ((any Error)?) -> Void)? = nil) {
-        Task {
-            await engine.disconnect(from: endpointID)
-            completionHandler?(nil)
-        }
     }
 
     static func split(_ name: String) -> (fileName: String, folder: String) {
@@ -363,28 +312,5 @@ public final class ConnectionManager: Sendable {
         nonisolated(unsafe) let target = delegate
         nonisolated(unsafe) let body = call
         queue.async { body(target) }
-    }
-}
-
-/// Reads an `InputStream` in 64 KiB pieces for a stream payload.
-final class InputStreamReader: @unchecked Sendable {
-    private let stream: InputStream
-    private let lock = NSLock()
-
-    init(_ stream: InputStream) {
-        self.stream = stream
-    }
-
-    func read() -> [UInt8]? {
-        lock.withLock {
-            if stream.streamStatus == .notOpen { stream.open() }
-            var buffer = [UInt8](repeating: 0, count: 65_536)
-            let count = stream.read(&buffer, maxLength: buffer.count)
-            guard count > 0 else {
-                stream.close()
-                return nil
-            }
-            return Array(buffer.prefix(count))
-        }
     }
 }

@@ -1,14 +1,15 @@
 import Foundation
 import Logging
-import NearbyBLE
 import NearbyCore
-import NearbyWiFiLAN
 import NearbyWire
 
 /// Settings of a ``ConnectionManager`` beyond Google's API.
 public struct ConnectionOptions: Sendable {
-    /// The mediums to use, in priority order. Default: Wi-Fi LAN.
-    public var mediums: [any NearbyCore.Medium]
+    /// The mediums to use, in priority order. Default: Wi-Fi LAN. Mediums swift-nearby does not implement are
+    /// ignored; `.ble` needs ``bluetoothController``.
+    public var mediums: [Medium]
+    /// The Bluetooth controller `.ble` runs on. Default: none (BLE unavailable).
+    public var bluetoothController: BluetoothController?
     /// Where received files are written. Default: the current directory.
     public var receiveDirectory: URL
     /// Keep-alive timing asked of peers. Default: 5 s interval, 30 s timeout.
@@ -26,16 +27,20 @@ public struct ConnectionOptions: Sendable {
     public var limits: ResourceLimits
     /// The logger. Set its level to `.debug` for the debug log of every internal event.
     public var logger: Logger
+    /// Drivers made elsewhere (the in-memory medium of NearbyTesting, test doubles); when set they are used instead
+    /// of ``mediums``.
+    package var drivers: [any MediumDriver]?
 
     /// Creates options.
     public init(
-        mediums: [any NearbyCore.Medium]? = nil,
+        mediums: [Medium] = [.wifiLAN], bluetoothController: BluetoothController? = nil,
         receiveDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
         keepAlive: KeepAliveSettings = .default, listenPort: Int? = nil, autoUpgradeBandwidth: Bool = true,
         bandwidthUpgradeDelay: Duration = .zero, limits: ResourceLimits = .init(),
         logger: Logger = Logger(label: "nearby")
     ) {
-        self.mediums = mediums ?? [WiFiLANMedium(logger: logger)]
+        self.mediums = mediums
+        self.bluetoothController = bluetoothController
         self.receiveDirectory = receiveDirectory
         self.keepAlive = keepAlive
         self.listenPort = listenPort
@@ -45,27 +50,21 @@ public struct ConnectionOptions: Sendable {
         self.logger = logger
     }
 
-    /// The mediums for a set of kinds: Wi-Fi LAN through Avahi and TCP, BLE through the HCI controller `hci`
-    /// names (`tcp:HOST:PORT`, `uart:/dev/ttyX[@BAUD]` or `hci:N`, see ``NearbyBLE/HCITransportSpec``).
-    ///
-    /// With `kinds` empty: Wi-Fi LAN, plus BLE when `hci` is given. The order is Wi-Fi LAN first, then BLE.
-    /// - Throws: ``NearbyWire/NearbyError`` `.invalidArgument` when BLE is asked for without `hci` or `hci` does not
-    ///   parse. The controller is opened on first use, so an unreachable one is reported by advertising,
-    ///   discovery or connecting, not here.
-    public static func mediums(
-        _ kinds: Set<MediumKind>, hci: String?, logger: Logger
-    ) throws -> [any NearbyCore.Medium] {
-        let wantsWiFi = kinds.isEmpty || kinds.contains(.wifiLAN)
-        let wantsBLE = kinds.contains(.ble) || (kinds.isEmpty && hci != nil)
-        var mediums: [any NearbyCore.Medium] = []
-        if wantsWiFi { mediums.append(WiFiLANMedium(logger: logger)) }
-        if wantsBLE {
-            guard let hci else {
-                throw NearbyError(
-                    .invalidArgument, "the BLE medium needs an HCI controller: tcp:HOST:PORT, uart:/dev/ttyX[@BAUD] or hci:N")
-            }
-            mediums.append(try BLEMedium(hci: hci, logger: logger))
-        }
-        return mediums
+    /// Options over drivers made elsewhere (see ``drivers``), in priority order.
+    package init(
+        drivers: [any MediumDriver], receiveDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
+        keepAlive: KeepAliveSettings = .default, bandwidthUpgradeDelay: Duration = .zero, logger: Logger = Logger(label: "nearby")
+    ) {
+        self.init(
+            mediums: drivers.map { Medium($0.kind) }, receiveDirectory: receiveDirectory, keepAlive: keepAlive,
+            bandwidthUpgradeDelay: bandwidthUpgradeDelay, logger: logger)
+        self.drivers = drivers
+    }
+
+    /// The drivers a manager runs: ``drivers`` when set, else those ``MediumFactory`` makes for ``mediums``, with the
+    /// mediums that could not be made and why.
+    func makeDrivers() -> (drivers: [any MediumDriver], problems: [MediumKind: NearbyError]) {
+        if let drivers { return (drivers, [:]) }
+        return MediumFactory(bluetoothController: bluetoothController, logger: logger).drivers(for: mediums)
     }
 }

@@ -23,19 +23,32 @@ public final class Discoverer: Sendable {
 
     deinit {
         let engine = connectionManager.engine
-        Task { await engine.stopDiscovery() }
+        connectionManager.operations.enqueue { await engine.stopDiscovery() }
     }
 
-    /// Starts discovering on the given mediums (default: all).
+    /// Starts discovering on the given mediums (default: those of ``ConnectionOptions/mediums``), after earlier
+    /// starts and stops of this manager have finished.
+    /// - Throws: ``NearbyWire/NearbyError``: `.outOfOrderApiCall` when already discovering, why no medium asked for
+    ///   can discover (`.bluetoothUnavailable` for BLE without a controller).
     public func startDiscovery(mediums: Set<Medium>? = nil) async throws {
-        try await connectionManager.engine.startDiscovery(only: mediums.map { Set($0.compactMap(\.kind)) })
+        let manager = connectionManager
+        let kinds = try manager.engineKinds(mediums)
+        try await manager.operations.run { try await manager.engine.startDiscovery(only: kinds) }
     }
 
-    /// Starts discovering (Google's callback form).
+    /// Starts discovering (Google's callback form); `completionHandler` gets `nil` once discovery runs, or the error.
     public func startDiscovery(mediums: Set<Medium>? = nil, completionHandler: (@Sendable ((any Error)?) -> Void)? = nil) {
-        Task {
+        let manager = connectionManager
+        let kinds: Set<MediumKind>?
+        do {
+            kinds = try manager.engineKinds(mediums)
+        } catch {
+            completionHandler?(error)
+            return
+        }
+        manager.operations.enqueue {
             do {
-                try await startDiscovery(mediums: mediums)
+                try await manager.engine.startDiscovery(only: kinds)
                 completionHandler?(nil)
             } catch {
                 completionHandler?(error)
@@ -43,23 +56,49 @@ public final class Discoverer: Sendable {
         }
     }
 
-    /// Stops discovering.
-    public func stopDiscovery() async {
-        await connectionManager.engine.stopDiscovery()
+    /// Stops discovering (Google's form): returns at once; the stop runs after earlier starts and stops of this
+    /// manager and before later ones, and `completionHandler` is called when it is done.
+    public func stopDiscovery(completionHandler: (@Sendable ((any Error)?) -> Void)? = nil) {
+        let engine = connectionManager.engine
+        connectionManager.operations.enqueue {
+            await engine.stopDiscovery()
+            completionHandler?(nil)
+        }
+    }
+
+    /// Stops discovering and returns when it has stopped.
+    package func stopDiscoveryAndWait() async {
+        let engine = connectionManager.engine
+        await connectionManager.operations.enqueue { await engine.stopDiscovery() }.value
     }
 
     /// Requests a connection to a found endpoint, introducing this device with `context` (its endpoint info).
-    public func requestConnection(to endpointID: EndpointID, using context: Data) async throws {
-        try await connectionManager.engine.requestConnection(to: endpointID, endpointInfo: Array(context))
+    /// - Parameter mediums: The mediums the connection may use (default: any); the endpoint must have been found
+    ///   over one of them.
+    /// - Throws: ``NearbyWire/NearbyError``: `.endpointUnknown` for an endpoint not found, `.mediumUnavailable` when
+    ///   it was found over a medium not in `mediums`, or why the connection failed.
+    public func requestConnection(to endpointID: EndpointID, using context: Data, mediums: Set<Medium>? = nil)
+        async throws
+    {
+        let engine = connectionManager.engine
+        if let mediums, let found = await engine.discoveredEndpoints.first(where: { $0.endpointID == endpointID }),
+            !mediums.contains(Medium(found.medium))
+        {
+            throw NearbyError(
+                .mediumUnavailable, "endpoint \(endpointID) was found over \(found.medium), which is not among the mediums asked for")
+        }
+        try await engine.requestConnection(to: endpointID, endpointInfo: Array(context))
     }
 
-    /// Requests a connection (Google's callback form).
+    /// Requests a connection (Google's callback form); `completionHandler` gets `nil` once the request is under way
+    /// (the outcome arrives through the delegates), or the error.
     public func requestConnection(
-        to endpointID: EndpointID, using context: Data, completionHandler: (@Sendable ((any Error)?) -> Void)? = nil
+        to endpointID: EndpointID, using context: Data, mediums: Set<Medium>? = nil,
+        completionHandler: (@Sendable ((any Error)?) -> Void)? = nil
     ) {
         Task {
             do {
-                try await requestConnection(to: endpointID, using: context)
+                try await requestConnection(to: endpointID, using: context, mediums: mediums)
                 completionHandler?(nil)
             } catch {
                 completionHandler?(error)

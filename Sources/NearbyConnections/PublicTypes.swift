@@ -14,7 +14,11 @@ public typealias Strategy = NearbyCore.Strategy
 /// Payload identifiers, random in (0, Int64.max].
 public typealias PayloadID = NearbyCore.PayloadID
 
-/// The mediums of Google's API. swift-nearby implements `.wifiLAN` and `.ble`; the others are accepted and ignored.
+/// A medium to advertise, discover or connect over, as Google's API names them. swift-nearby implements `.wifiLAN`
+/// and `.ble`; the others are accepted and ignored.
+///
+/// Events and advertising sessions report the medium in use as a ``MediumKind`` (`wifi-lan`, `ble`): only the
+/// mediums that exist here.
 public enum Medium: Sendable, Hashable, CaseIterable {
     /// Bluetooth classic (not implemented on Linux; ignored).
     case bluetooth
@@ -31,11 +35,20 @@ public enum Medium: Sendable, Hashable, CaseIterable {
     /// Apple Wireless Direct Link (not implemented; ignored).
     case awdl
 
-    var kind: MediumKind? {
+    /// The engine's name for this medium, for the two swift-nearby implements.
+    package var kind: MediumKind? {
         switch self {
         case .ble: .ble
         case .wifiLAN: .wifiLAN
         default: nil
+        }
+    }
+
+    /// The medium the engine calls `kind`.
+    package init(_ kind: MediumKind) {
+        switch kind {
+        case .ble: self = .ble
+        case .wifiLAN: self = .wifiLAN
         }
     }
 }

@@ -93,9 +93,9 @@ private struct UpgradePair {
         if ProcessInfo.processInfo.environment["NEARBY_BENCH_DEBUG"] == "1" { logger.logLevel = .debug }
         func make(_ hci: String, autoUpgrade: Bool) throws -> (ConnectionManager, BLEMedium) {
             let ble = BLEMedium(configuration: .init(transport: try HCITransportSpec(parsing: hci)), logger: logger)
-            let options = ConnectionOptions(
-                mediums: [ble, WiFiLANMedium(logger: logger)], receiveDirectory: directory,
-                autoUpgradeBandwidth: autoUpgrade, logger: logger)
+            var options = ConnectionOptions(
+                drivers: [ble, WiFiLANMedium(logger: logger)], receiveDirectory: directory, logger: logger)
+            options.autoUpgradeBandwidth = autoUpgrade
             return (ConnectionManager(serviceID: "com.example.bench.upgrade", strategy: .pointToPoint, options: options), ble)
         }
         let (advertiser, advertiserBLE) = try make(a, autoUpgrade: upgrade)
@@ -123,7 +123,7 @@ private struct UpgradePair {
             return nil
         }
         let connectedAt = now()
-        await discovery.stopDiscovery()
+        await discovery.stopDiscoveryAndWait()
         return UpgradePair(
             advertiser: advertiser, discoverer: discoverer, advertiserEvents: advertiserEvents,
             discovererEvents: discovererEvents, advertising: advertising, discovery: discovery, mediums: [advertiserBLE, discovererBLE], peer: peer,
@@ -158,7 +158,7 @@ private struct UpgradePair {
     }
 
     func close() async {
-        await advertising.stopAdvertising()
+        await advertising.stopAdvertisingAndWait()
         await discoverer.shutdown()
         await advertiser.shutdown()
         for medium in mediums { await medium.shutdown() }

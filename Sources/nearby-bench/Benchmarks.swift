@@ -257,8 +257,8 @@ struct Benchmarks {
                 }
                 let found = await tracker.wait(timeout: 15) { !$0.found.isEmpty }
                 let elapsed = (now() - start) * 1000
-                try? await bounded(5, "stopDiscovery") { await discoverer.stopDiscovery() }
-                try? await bounded(5, "stopAdvertising") { await advertiser.stopAdvertising() }
+                try? await bounded(5, "stopDiscovery") { await discoverer.stopDiscoveryAndWait() }
+                try? await bounded(5, "stopAdvertising") { await advertiser.stopAdvertisingAndWait() }
                 await closeQuietly(publisher, tracker, endpoint: nil)
                 await closeQuietly(seeker, tracker, endpoint: nil)
                 withExtendedLifetime((discoverer, advertiser)) {}

@@ -80,28 +80,35 @@ struct CommonOptions: ParsableArguments {
     /// The mediums to advertise and discover on: those of `--medium`, or `nil` for all of the manager's.
     var announcedMediums: Set<NearbyConnections.Medium>? {
         guard !mediums.isEmpty else { return nil }
-        return Set(mediums.map { $0 == .ble ? .ble : .wifiLAN })
+        return Set(mediums.map(NearbyConnections.Medium.init))
+    }
+
+    /// The controller `--hci` names, if any.
+    func bluetoothController() throws -> BluetoothController? {
+        do {
+            return try hci.map(BluetoothController.init)
+        } catch let error as NearbyError {
+            throw CLIFailure(error.message)
+        }
+    }
+
+    /// The mediums of `--medium` (default: Wi-Fi LAN, plus BLE with `--hci`).
+    func selectedMediums(hasBluetoothController: Bool) -> [MediumKind] {
+        MediumFactory.selection(
+            named: Set(mediums), hasBluetoothController: hasBluetoothController)
     }
 
     /// The manager for this run, with the mediums the options select. With BLE and without `--no-upgrade`, Wi-Fi
     /// LAN is there too as the bandwidth upgrade target, even when `--medium ble` keeps advertising and discovery
     /// on BLE.
     func makeManager(receiveDirectory: URL, listenPort: Int? = nil) throws -> ConnectionManager {
-        let selected = Set(mediums)
-        let logger = makeLogger()
-        var selectedMediums: [any NearbyCore.Medium]
-        do {
-            selectedMediums = try ConnectionOptions.mediums(selected, hci: hci, logger: logger)
-            let kinds = selectedMediums.map(\.kind)
-            if !noUpgrade, kinds.contains(.ble), !kinds.contains(.wifiLAN) {
-                selectedMediums += try ConnectionOptions.mediums([.wifiLAN], hci: nil, logger: logger)
-            }
-        } catch let error as NearbyError {
-            throw CLIFailure(error.message)
-        }
+        let controller = try bluetoothController()
+        var kinds = selectedMediums(hasBluetoothController: controller != nil)
+        if !noUpgrade, kinds.contains(.ble), !kinds.contains(.wifiLAN) { kinds.append(.wifiLAN) }
         let options = ConnectionOptions(
-            mediums: selectedMediums, receiveDirectory: receiveDirectory, keepAlive: keepAlive, listenPort: listenPort,
-            autoUpgradeBandwidth: !noUpgrade, limits: limits, logger: logger)
+            mediums: kinds.map(NearbyConnections.Medium.init), bluetoothController: controller,
+            receiveDirectory: receiveDirectory, keepAlive: keepAlive, listenPort: listenPort,
+            autoUpgradeBandwidth: !noUpgrade, limits: limits, logger: makeLogger())
         return ConnectionManager(serviceID: serviceID, strategy: strategy, options: options)
     }
 }

@@ -23,16 +23,17 @@ extension CommonOptions {
     func makeMessageManager(askConsent: Bool, problems: @escaping @Sendable (NearbyError, _ fatal: Bool) -> Void) throws
         -> (MessageManager, MessageStrategy)
     {
-        let selected = Set(mediums)
+        let controller = try bluetoothController()
+        let selected = selectedMediums(hasBluetoothController: controller != nil)
         var strategyMediums: MessageStrategy.Mediums = []
-        if selected.isEmpty || selected.contains(.wifiLAN) { strategyMediums.insert(.wifiLAN) }
-        if selected.contains(.ble) || (selected.isEmpty && hci != nil) { strategyMediums.insert(.ble) }
+        if selected.contains(.wifiLAN) { strategyMediums.insert(.wifiLAN) }
+        if selected.contains(.ble) { strategyMediums.insert(.ble) }
         let onlyWiFi = strategyMediums == .wifiLAN
         let grantForThisRun: PermissionRequestHandler = { @Sendable () async -> ConsentDecision in .grantForThisRun }
         let request = askConsent ? terminalPermissionRequest : grantForThisRun
         let manager = MessageManager(
             serviceID: serviceID, debugLogging: verbose, logger: makeLogger(),
-            permissionRequest: request, mediums: MessageManager.mediums(hci: hci),
+            permissionRequest: request, bluetoothController: controller,
             onBluetoothProblem: { problems($0, false) },
             onMDNSProblem: { problems($0, onlyWiFi) },
             onConsentProblem: { problems($0, true) })

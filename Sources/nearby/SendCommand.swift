@@ -75,7 +75,7 @@ struct SendCommand: AsyncParsableCommand {
             default: throw CLIFailure("the connection with \(peer) closed before it was accepted")
             }
         }
-        await discoverer.stopDiscovery()
+        await discoverer.stopDiscoveryAndWait()
 
         for text in bytes {
             let data = Data(text.utf8)

@@ -45,15 +45,15 @@ final class EventLog: Sendable {
 struct BLEEndToEndTests {
     func manager(
         _ controllers: VirtualControllers, _ index: Int, directory: URL, wifiLAN: Bool = false,
-        lan: (any NearbyCore.Medium)? = nil
+        lan: (any MediumDriver)? = nil
     ) throws -> (ConnectionManager, EventLog, BLEMedium) {
         let logger = BLETestEnvironment.logger("peer\(index)")
         let medium = BLEMedium(configuration: .init(transport: controllers.spec(index)), logger: logger)
-        var mediums: [any NearbyCore.Medium] = [medium]
+        var mediums: [any MediumDriver] = [medium]
         if let lan { mediums.append(lan) } else if wifiLAN { mediums.append(WiFiLANMedium(logger: logger)) }
         // The advertiser waits before offering the upgrade, so a transfer is moving over BLE when it happens.
         let options = ConnectionOptions(
-            mediums: mediums, receiveDirectory: directory, bandwidthUpgradeDelay: .seconds(2), logger: logger)
+            drivers: mediums, receiveDirectory: directory, bandwidthUpgradeDelay: .seconds(2), logger: logger)
         let manager = ConnectionManager(serviceID: "com.example.ble.e2e", strategy: .pointToPoint, options: options)
         return (manager, EventLog(manager.events), medium)
     }
@@ -185,8 +185,8 @@ struct BLEEndToEndTests {
             if case .stateChanged(aPeer, .disconnected, _) = event { return true }
             return nil
         }
-        await discoverer.stopDiscovery()
-        await advertiser.stopAdvertising()
+        await discoverer.stopDiscoveryAndWait()
+        await advertiser.stopAdvertisingAndWait()
         await a.shutdown()
         await b.shutdown()
         await aMedium.shutdown()
@@ -245,8 +245,8 @@ struct BLEEndToEndTests {
             #expect(!log.all.contains { if case .mediumChanged = $0 { true } else { false } })
         }
         await b.disconnect(from: found)
-        await discoverer.stopDiscovery()
-        await advertiser.stopAdvertising()
+        await discoverer.stopDiscoveryAndWait()
+        await advertiser.stopAdvertisingAndWait()
         await a.shutdown()
         await b.shutdown()
         await aMedium.shutdown()
@@ -263,7 +263,7 @@ struct BLEEndToEndTests {
 
 /// Wi-Fi LAN whose upgrade connections go to port 1 of the offered addresses, where nothing listens: the kernel
 /// refuses them, a real TCP failure.
-final class RefusingUpgradeLAN: NearbyCore.Medium {
+final class RefusingUpgradeLAN: MediumDriver {
     let lan = WiFiLANMedium(logger: BLETestEnvironment.logger("refusing-lan"))
     let refusals = LockedValue(0)
     var kind: MediumKind { .wifiLAN }
@@ -303,7 +303,7 @@ final class RefusingUpgradeLAN: NearbyCore.Medium {
 }
 
 /// Wi-Fi LAN whose upgrade listener (so the advertiser's upgrade offer) waits until the test opens the gate.
-final class GatedUpgradeLAN: NearbyCore.Medium {
+final class GatedUpgradeLAN: MediumDriver {
     let lan = WiFiLANMedium(logger: BLETestEnvironment.logger("gated-lan"))
     private let isOpen = LockedValue(false)
     var kind: MediumKind { .wifiLAN }

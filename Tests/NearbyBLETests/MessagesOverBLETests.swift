@@ -1,5 +1,6 @@
 import Foundation
 import NearbyBLE
+import NearbyConnections
 import NearbyMessages
 import NearbyTestSupport
 import NearbyCore
@@ -11,11 +12,11 @@ import Testing
     "Messages over BLE", .serialized,
     .enabled(if: BLETestEnvironment.bumbleTestsEnabled, "needs <repo>/.venv with bumble (scripts/install-deps.sh)"))
 struct MessagesOverBLETests {
-    private func manager(_ hci: String, _ scratch: URL) -> MessageManager {
+    private func manager(_ hci: String, _ scratch: URL) throws -> MessageManager {
         MessageManager(
             serviceID: "com.example.ble-messages", logger: BLETestEnvironment.logger("messages"),
             consent: ConsentStore(directory: scratch), permissionRequest: { .grantForThisRun },
-            mediums: MessageManager.mediums(hci: hci))
+            bluetoothController: try BluetoothController(hci))
     }
 
     @Test func publishOverBLEIsFoundThenLost() async throws {
@@ -24,8 +25,8 @@ struct MessagesOverBLETests {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-ble-msg-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
         let bleOnly = MessageStrategy(mediums: .ble)
-        let publisher = manager(controllers.hci(0), scratch)
-        let subscriber = manager(controllers.hci(1), scratch)
+        let publisher = try manager(controllers.hci(0), scratch)
+        let subscriber = try manager(controllers.hci(1), scratch)
         let message = Message(text: "over the air", namespace: "chat", type: "line")
         let publication = try await publisher.publish(message, options: PublishOptions(strategy: bleOnly))
         let subscription = try await subscriber.subscribe(options: SubscribeOptions(strategy: bleOnly))

@@ -51,9 +51,9 @@ struct DelegateAdapterTests {
     private func manager(_ air: InMemoryMedium.Air, _ directory: URL) -> ConnectionManager {
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        return ConnectionManager(
-            serviceID: "delegates", strategy: .pointToPoint,
-            options: ConnectionOptions(mediums: [InMemoryMedium(air: air)], receiveDirectory: directory, logger: logger))
+        var options = ConnectionOptions(receiveDirectory: directory, logger: logger)
+        options.useInMemoryMediums([InMemoryMedium(air: air)])
+        return ConnectionManager(serviceID: "delegates", strategy: .pointToPoint, options: options)
     }
 
     private func waitUntil(_ condition: () -> Bool) async throws {
@@ -94,7 +94,7 @@ struct DelegateAdapterTests {
             try await waitUntil { advertiserSide.entries.contains("data:hi") }
             #expect(advertiserSide.entries.contains("data:hi"))
         }
-        await advertiser.stopAdvertising()
+        advertiser.stopAdvertising()
         try await waitUntil { discovererSide.entries.contains("lost") }
         #expect(discovererSide.entries.contains("lost"))
         await advertisingManager.shutdown()

@@ -14,7 +14,7 @@ extension WiFiLANIntegration {
                 let discoverer = try Peer(scratch, serviceID: serviceID)
                 let (advertising, _) = try await advertiser.advertise("vanishing", scratch)
                 let id = try await discoverer.discover(advertiser.manager.localEndpointID, scratch)
-                await advertising.stopAdvertising()
+                advertising.stopAdvertising()
                 try await discoverer.log.wait("endpointLost(\(id))") { event -> Bool? in
                     if case .endpointLost(id) = event { return true }
                     return nil

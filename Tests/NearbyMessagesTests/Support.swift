@@ -62,10 +62,16 @@ func testManager(
     onBluetoothProblem: @escaping MessageManager.ProblemHandler = { _ in },
     onMDNSProblem: @escaping MessageManager.ProblemHandler = { _ in }
 ) throws -> MessageManager {
-    MessageManager(
-        serviceID: serviceID, debugLogging: false, consent: ConsentStore(directory: try temporaryDirectory("consent")),
-        permissionRequest: { .grantForThisRun }, mediums: mediums ?? MessageManager.defaultMediums,
-        beaconSource: beaconSource, onBluetoothProblem: onBluetoothProblem, onMDNSProblem: onMDNSProblem)
+    let consent = ConsentStore(directory: try temporaryDirectory("consent"))
+    guard let mediums else {
+        return MessageManager(
+            serviceID: serviceID, debugLogging: false, consent: consent, permissionRequest: { .grantForThisRun },
+            beaconSource: beaconSource, onBluetoothProblem: onBluetoothProblem, onMDNSProblem: onMDNSProblem)
+    }
+    return MessageManager(
+        serviceID: serviceID, debugLogging: false, consent: consent, permissionRequest: { .grantForThisRun },
+        mediums: mediums, beaconSource: beaconSource, onBluetoothProblem: onBluetoothProblem,
+        onMDNSProblem: onMDNSProblem)
 }
 
 /// Whether this run is inside scripts/with-test-network.sh.

@@ -82,8 +82,12 @@ public protocol AdvertisingSession: Sendable {
     func stop() async
 }
 
-/// A way for nearby devices to find each other and connect: Wi-Fi LAN, BLE, or an in-memory test medium.
-public protocol Medium: Sendable {
+/// The code that drives one medium for the engine: advertises, discovers and opens channels over Wi-Fi LAN, BLE,
+/// or an in-memory test medium.
+///
+/// Apps do not use drivers directly: they choose mediums by name (`Medium` in NearbyConnections) and the package
+/// builds the drivers. Which medium a driver drives is its ``kind``.
+public protocol MediumDriver: Sendable {
     /// Which medium this is.
     var kind: MediumKind { get }
 
@@ -115,3 +119,8 @@ public protocol Medium: Sendable {
     /// Bandwidth upgrade, answering side: opens the new channel to the path the peer offered.
     func connectForUpgrade(to path: UpgradePathInfo) async throws -> any EndpointChannel
 }
+
+/// The former name of ``MediumDriver``, kept while code elsewhere in the package (the engine, the BLE medium) still
+/// spells it this way. Apps choose mediums with NearbyConnections' `Medium` instead.
+@available(*, deprecated, renamed: "MediumDriver")
+public typealias Medium = MediumDriver

@@ -13,7 +13,7 @@ public protocol UpgradeListener: Sendable {
     func stop() async
 }
 
-extension Medium {
+extension MediumDriver {
     /// Mediums are not upgrade targets unless they say so.
     public var supportsUpgradeListening: Bool { false }
 

@@ -1,8 +1,8 @@
 /// Turns advertising reports into beacon found/lost actions: decodes, drops what the strategy excludes, and keeps
 /// each beacon found until it has not been seen for ``BeaconStrategy/lostAfter``. A value; the caller supplies time.
-public struct BeaconTracker: Sendable {
+package struct BeaconTracker: Sendable {
     /// What the caller must report.
-    public enum Action: Sendable, Hashable {
+    package enum Action: Sendable, Hashable {
         /// A beacon was seen for the first time (or again after it was lost).
         case found(Beacon)
         /// A beacon has not been seen for the unseen timeout; the value is its last sighting.
@@ -15,18 +15,18 @@ public struct BeaconTracker: Sendable {
     }
 
     /// The strategy.
-    public let strategy: BeaconStrategy
+    package let strategy: BeaconStrategy
     private var tracker: FoundLostTracker<Key, Key>
     private var latest: [Key: Beacon] = [:]
 
     /// Creates a tracker.
-    public init(strategy: BeaconStrategy) {
+    package init(strategy: BeaconStrategy) {
         self.strategy = strategy
         tracker = FoundLostTracker(lostAfter: strategy.lostAfter)
     }
 
     /// A report arrived at `now`.
-    public mutating func receive(_ report: AdvertisingReport, at now: ContinuousClock.Instant) -> [Action] {
+    package mutating func receive(_ report: AdvertisingReport, at now: ContinuousClock.Instant) -> [Action] {
         var actions: [Action] = []
         for frame in BeaconDecoder.decode(report.data) where strategy.includes(frame) {
             let beacon = Beacon(frame: frame, address: report.address, rssi: report.rssi)
@@ -38,12 +38,12 @@ public struct BeaconTracker: Sendable {
     }
 
     /// Time passed: reports beacons unseen for too long.
-    public mutating func tick(at now: ContinuousClock.Instant) -> [Action] {
+    package mutating func tick(at now: ContinuousClock.Instant) -> [Action] {
         map(tracker.tick(at: now))
     }
 
     /// The next moment ``tick(at:)`` could report something.
-    public var nextExpiry: ContinuousClock.Instant? { tracker.nextExpiry }
+    package var nextExpiry: ContinuousClock.Instant? { tracker.nextExpiry }
 
     private mutating func map(_ actions: [FoundLostTracker<Key, Key>.Action]) -> [Action] {
         actions.compactMap { action in

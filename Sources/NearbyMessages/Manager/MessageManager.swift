@@ -1,15 +1,11 @@
 import Foundation
 import Logging
-import NearbyBLE
 import NearbyConnections
 import NearbyCore
-import NearbyWiFiLAN
 import NearbyWire
 
-/// Creates the medium of a kind for a publication or subscription. The default makes Wi-Fi LAN mediums and throws
-/// ``NearbyWire/NearbyError/Code/bluetoothUnavailable`` for BLE; ``MessageManager/mediums(hci:)`` adds BLE on a
-/// Bluetooth controller.
-public typealias MediumProvider = @Sendable (_ kind: MediumKind, _ logger: Logger) throws -> any NearbyCore.Medium
+/// Makes the driver of a medium for a publication or subscription; normally ``MediumFactory``'s, replaced in tests.
+package typealias MediumProvider = @Sendable (_ kind: MediumKind, _ logger: Logger) throws -> any MediumDriver
 
 /// The entry point of Nearby Messages: publish and subscribe to small messages between nearby devices, without any
 /// server, on top of Nearby Connections (see `docs/MESSAGES.md`).
@@ -52,20 +48,45 @@ public final class MessageManager: Sendable {
     ///   - consent: Where consent is persisted (default `$XDG_CONFIG_HOME/swift-nearby/consent`).
     ///   - permissionRequest: Asks for consent when it is not granted; the default asks on the terminal and denies
     ///     without one.
-    ///   - mediums: Makes the mediums the strategies ask for.
+    ///   - bluetoothController: The Bluetooth controller BLE strategies run on; without one, BLE is reported as
+    ///     unavailable (``NearbyWire/NearbyError/Code/bluetoothUnavailable``) and Wi-Fi LAN is used alone.
     ///   - beaconSource: The BLE scanner beacons come from; `nil` when there is none (beacon subscriptions then
     ///     report a Bluetooth problem).
     ///   - onBluetoothProblem: Called when the Bluetooth controller is missing or unusable.
     ///   - onMDNSProblem: Called when mDNS (avahi-daemon) is not running, so Wi-Fi LAN discovery cannot work.
     ///   - onConsentProblem: Called when a publication or subscription is refused for lack of consent.
     ///   - onPermissionChanged: Called when the persisted consent changes.
-    public init(
+    public convenience init(
         serviceID: String,
         debugLogging: Bool = false,
         logger: Logger = Logger(label: "nearby.messages"),
         consent: ConsentStore = ConsentStore(),
         permissionRequest: @escaping PermissionRequestHandler = terminalPermissionRequest,
-        mediums: @escaping MediumProvider = MessageManager.defaultMediums,
+        bluetoothController: BluetoothController? = nil,
+        beaconSource: (any AdvertisingReportSource)? = nil,
+        onBluetoothProblem: @escaping ProblemHandler = { _ in },
+        onMDNSProblem: @escaping ProblemHandler = { _ in },
+        onConsentProblem: @escaping ProblemHandler = { _ in },
+        onPermissionChanged: (@Sendable (Bool) -> Void)? = nil
+    ) {
+        self.init(
+            serviceID: serviceID, debugLogging: debugLogging, logger: logger, consent: consent,
+            permissionRequest: permissionRequest,
+            mediums: { kind, logger in
+                try MediumFactory(bluetoothController: bluetoothController, logger: logger).driver(for: kind)
+            },
+            beaconSource: beaconSource, onBluetoothProblem: onBluetoothProblem, onMDNSProblem: onMDNSProblem,
+            onConsentProblem: onConsentProblem, onPermissionChanged: onPermissionChanged)
+    }
+
+    /// Creates a manager whose mediums come from `mediums` (test doubles); the rest as in the public initializer.
+    package init(
+        serviceID: String,
+        debugLogging: Bool = false,
+        logger: Logger = Logger(label: "nearby.messages"),
+        consent: ConsentStore = ConsentStore(),
+        permissionRequest: @escaping PermissionRequestHandler = terminalPermissionRequest,
+        mediums: @escaping MediumProvider,
         beaconSource: (any AdvertisingReportSource)? = nil,
         onBluetoothProblem: @escaping ProblemHandler = { _ in },
         onMDNSProblem: @escaping ProblemHandler = { _ in },
@@ -89,32 +110,6 @@ public final class MessageManager: Sendable {
 
     deinit {
         if let consentToken { consent.removeChangeHandler(consentToken) }
-    }
-
-    /// Wi-Fi LAN through Avahi; BLE throws ``NearbyWire/NearbyError/Code/bluetoothUnavailable`` (no BLE medium in
-    /// this module's defaults).
-    public static let defaultMediums: MediumProvider = { kind, logger in
-        switch kind {
-        case .wifiLAN:
-            return WiFiLANMedium(logger: logger)
-        case .ble:
-            throw NearbyError(.bluetoothUnavailable, "no Bluetooth controller: no BLE medium is configured (no HCI transport)")
-        }
-    }
-
-    /// Wi-Fi LAN mediums, and BLE mediums on the Bluetooth controller `hci` names (`tcp:HOST:PORT`,
-    /// `uart:/dev/ttyX[@BAUD]` or `hci:N`); without `hci`, BLE throws
-    /// ``NearbyWire/NearbyError/Code/bluetoothUnavailable`` as with ``defaultMediums``.
-    public static func mediums(hci: String?) -> MediumProvider {
-        { kind, logger in
-            guard kind == .ble else { return try defaultMediums(kind, logger) }
-            guard let hci else { return try defaultMediums(kind, logger) }
-            do {
-                return try BLEMedium(hci: hci, logger: logger)
-            } catch {
-                throw NearbyError(.bluetoothUnavailable, "cannot use the Bluetooth controller at \(hci)", cause: error)
-            }
-        }
     }
 
     // MARK: - Publish and subscribe
@@ -211,7 +206,7 @@ public final class MessageManager: Sendable {
 
     /// A Connections manager with the mediums of `wanted` that can be made; reports the others.
     func makeConnectionManager(_ wanted: MessageStrategy.Mediums, purpose: String) throws -> ConnectionManager {
-        var mediums: [any NearbyCore.Medium] = []
+        var mediums: [any MediumDriver] = []
         var failures: [NearbyError] = []
         for kind in wanted.kinds {
             do {
@@ -226,7 +221,7 @@ public final class MessageManager: Sendable {
             throw failures.first ?? NearbyError(.invalidArgument, "the strategy names no medium")
         }
         let directory = FileManager.default.temporaryDirectory
-        let options = ConnectionOptions(mediums: mediums, receiveDirectory: directory, logger: logger)
+        let options = ConnectionOptions(drivers: mediums, receiveDirectory: directory, logger: logger)
         logger.debug("\(purpose) over \(mediums.map { "\($0.kind)" })")
         return ConnectionManager(serviceID: serviceID, strategy: .pointToPoint, options: options)
     }

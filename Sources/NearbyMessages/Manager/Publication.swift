@@ -113,7 +113,7 @@ public final class Publication: Sendable {
     public func cancel() async {
         guard stopped.withLock({ wasStopped in defer { wasStopped = true }; return !wasStopped }) else { return }
         for task in tasks.withLock({ $0 }) { task.cancel() }
-        await advertiser.stopAdvertising()
+        await advertiser.stopAdvertisingAndWait()
         await connections.shutdown()
     }
 
@@ -123,7 +123,7 @@ public final class Publication: Sendable {
         let connections = self.connections
         let advertiser = self.advertiser
         Task {
-            await advertiser.stopAdvertising()
+            await advertiser.stopAdvertisingAndWait()
             await connections.shutdown()
         }
     }

@@ -167,7 +167,7 @@ public final class Subscription: AsyncSequence, Sendable {
         for task in tasks.withLock({ $0 }) { task.cancel() }
         fanOut.finish()
         if let (manager, discoverer) = connections.withLock({ $0 }) {
-            await discoverer.stopDiscovery()
+            await discoverer.stopDiscoveryAndWait()
             await manager.shutdown()
         }
     }
@@ -177,7 +177,7 @@ public final class Subscription: AsyncSequence, Sendable {
         fanOut.finish()
         if let (manager, discoverer) = connections.withLock({ $0 }) {
             Task {
-                await discoverer.stopDiscovery()
+                await discoverer.stopDiscoveryAndWait()
                 await manager.shutdown()
             }
         }

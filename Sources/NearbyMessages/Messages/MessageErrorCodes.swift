@@ -7,6 +7,4 @@ extension NearbyError.Code {
     public static let invalidMessageLabel = Self(rawValue: "invalidMessageLabel")
     /// The user has not consented to nearby discovery.
     public static let consentNotGranted = Self(rawValue: "consentNotGranted")
-    /// The Bluetooth controller is missing or cannot be used (no HCI transport, or it cannot be opened).
-    public static let bluetoothUnavailable = Self(rawValue: "bluetoothUnavailable")
 }

@@ -4,9 +4,9 @@
 /// An item (a message, a beacon) is *found* the first time any source (a publisher's endpoint, a beacon's address)
 /// shows it, and *lost* when no source has shown it for the grace period: duplicates from several sources are
 /// reported once.
-public struct FoundLostTracker<Source: Hashable & Sendable, Item: Hashable & Sendable>: Sendable {
+package struct FoundLostTracker<Source: Hashable & Sendable, Item: Hashable & Sendable>: Sendable {
     /// What the caller must do.
-    public enum Action: Sendable, Hashable {
+    package enum Action: Sendable, Hashable {
         /// Report the item as found.
         case found(Item)
         /// Report the item as lost.
@@ -15,7 +15,7 @@ public struct FoundLostTracker<Source: Hashable & Sendable, Item: Hashable & Sen
 
     /// How long an item stays found after its last source went away (or, with ``refresh(_:_:at:)``, after it was
     /// last seen).
-    public var lostAfter: Duration
+    package var lostAfter: Duration
 
     private struct Sighting: Sendable {
         var item: Item
@@ -27,25 +27,25 @@ public struct FoundLostTracker<Source: Hashable & Sendable, Item: Hashable & Sen
     private var found: Set<Item> = []
 
     /// Creates a tracker.
-    public init(lostAfter: Duration) {
+    package init(lostAfter: Duration) {
         self.lostAfter = lostAfter
     }
 
     /// The items currently found.
-    public var foundItems: Set<Item> { found }
+    package var foundItems: Set<Item> { found }
 
     /// `source` shows `item` and stays until ``sourceGone(_:at:)`` (an advertising endpoint).
-    public mutating func present(_ source: Source, _ item: Item, at now: ContinuousClock.Instant) -> [Action] {
+    package mutating func present(_ source: Source, _ item: Item, at now: ContinuousClock.Instant) -> [Action] {
         record(source, Sighting(item: item, expiry: nil), now)
     }
 
     /// `source` showed `item` just now and expires unless seen again within ``lostAfter`` (a beacon).
-    public mutating func refresh(_ source: Source, _ item: Item, at now: ContinuousClock.Instant) -> [Action] {
+    package mutating func refresh(_ source: Source, _ item: Item, at now: ContinuousClock.Instant) -> [Action] {
         record(source, Sighting(item: item, expiry: now + lostAfter), now)
     }
 
     /// `source` went away: its item is lost after ``lostAfter`` unless another source shows it.
-    public mutating func sourceGone(_ source: Source, at now: ContinuousClock.Instant) -> [Action] {
+    package mutating func sourceGone(_ source: Source, at now: ContinuousClock.Instant) -> [Action] {
         guard var sighting = sightings[source] else { return [] }
         if sighting.expiry == nil { sighting.expiry = now + lostAfter }
         sightings[source] = sighting
@@ -53,7 +53,7 @@ public struct FoundLostTracker<Source: Hashable & Sendable, Item: Hashable & Sen
     }
 
     /// Time passed: reports the items whose every source has expired.
-    public mutating func tick(at now: ContinuousClock.Instant) -> [Action] {
+    package mutating func tick(at now: ContinuousClock.Instant) -> [Action] {
         var changed: Set<Item> = []
         for (source, sighting) in sightings {
             if let expiry = sighting.expiry, expiry <= now {
@@ -65,7 +65,7 @@ public struct FoundLostTracker<Source: Hashable & Sendable, Item: Hashable & Sen
     }
 
     /// Drops everything, reporting every found item as lost.
-    public mutating func removeAll() -> [Action] {
+    package mutating func removeAll() -> [Action] {
         let items = found
         sightings = [:]
         found = []
@@ -73,7 +73,7 @@ public struct FoundLostTracker<Source: Hashable & Sendable, Item: Hashable & Sen
     }
 
     /// The next moment ``tick(at:)`` could report something, if any.
-    public var nextExpiry: ContinuousClock.Instant? {
+    package var nextExpiry: ContinuousClock.Instant? {
         sightings.values.compactMap(\.expiry).min()
     }
 

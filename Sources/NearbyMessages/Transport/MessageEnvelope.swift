@@ -11,7 +11,7 @@ import NearbyWire
 /// descriptor:  2 nsLen, ns, typeLen, type, content length (u32 BE), first 8 bytes of SHA-256(content)
 /// fetch:       nothing more
 /// ```
-public enum MessageEnvelope: Sendable, Hashable {
+package enum MessageEnvelope: Sendable, Hashable {
     /// A whole message: in the endpoint info when it fits in 131 bytes, otherwise as the payload of a fetch.
     case message(Message)
     /// A message too large for the endpoint info: its labels, size and digest; the subscriber fetches the rest.
@@ -20,13 +20,13 @@ public enum MessageEnvelope: Sendable, Hashable {
     case fetchRequest
 
     /// The first byte of every envelope.
-    public static let magic: UInt8 = 0x4D
+    package static let magic: UInt8 = 0x4D
     /// The envelope version this code writes and reads.
-    public static let version: UInt8 = 1
+    package static let version: UInt8 = 1
     /// The largest endpoint info Nearby Connections carries.
-    public static let maximumEndpointInfoLength = 131
+    package static let maximumEndpointInfoLength = 131
     /// Bytes of a SHA-256 kept in a descriptor.
-    public static let digestLength = 8
+    package static let digestLength = 8
 
     enum Kind: UInt8 {
         case message = 0
@@ -35,7 +35,7 @@ public enum MessageEnvelope: Sendable, Hashable {
     }
 
     /// The encoded bytes.
-    public var bytes: [UInt8] {
+    package var bytes: [UInt8] {
         switch self {
         case .message(let message):
             var out = Self.header(.message)
@@ -56,7 +56,7 @@ public enum MessageEnvelope: Sendable, Hashable {
 
     /// What a publication advertises for `message`: the message itself when it fits in 131 bytes, otherwise its
     /// descriptor.
-    public static func advertisement(for message: Message) -> MessageEnvelope {
+    package static func advertisement(for message: Message) -> MessageEnvelope {
         let inline = MessageEnvelope.message(message)
         if inline.bytes.count <= maximumEndpointInfoLength { return inline }
         return .descriptor(MessageDescriptor(message))
@@ -64,7 +64,7 @@ public enum MessageEnvelope: Sendable, Hashable {
 
     /// Decodes an envelope.
     /// - Throws: `NearbyError` with code `.invalidAdvertisement` when the bytes are not an envelope of this version.
-    public static func decode(_ bytes: some Collection<UInt8>) throws(NearbyError) -> MessageEnvelope {
+    package static func decode(_ bytes: some Collection<UInt8>) throws(NearbyError) -> MessageEnvelope {
         var reader = ByteReader(bytes, context: "message envelope", code: .invalidAdvertisement)
         guard try reader.readByte("magic") == magic else { throw NearbyError(.invalidAdvertisement, "not a message envelope") }
         let versionAndKind = try reader.readByte("version and kind")
@@ -106,18 +106,18 @@ public enum MessageEnvelope: Sendable, Hashable {
 }
 
 /// What a publication of a large message advertises instead of the message.
-public struct MessageDescriptor: Sendable, Hashable {
+package struct MessageDescriptor: Sendable, Hashable {
     /// The message's namespace.
-    public var namespace: String
+    package var namespace: String
     /// The message's type.
-    public var type: String
+    package var type: String
     /// The content's length in bytes.
-    public var contentLength: Int
+    package var contentLength: Int
     /// The first 8 bytes of SHA-256 of the content.
-    public var digest: [UInt8]
+    package var digest: [UInt8]
 
     /// Creates a descriptor from its fields.
-    public init(namespace: String, type: String, contentLength: Int, digest: [UInt8]) {
+    package init(namespace: String, type: String, contentLength: Int, digest: [UInt8]) {
         self.namespace = namespace
         self.type = type
         self.contentLength = contentLength
@@ -125,14 +125,14 @@ public struct MessageDescriptor: Sendable, Hashable {
     }
 
     /// The descriptor of `message`.
-    public init(_ message: Message) {
+    package init(_ message: Message) {
         self.init(
             namespace: message.namespace, type: message.type, contentLength: message.content.count,
             digest: Array(SHA256Digest.hash(message.content).prefix(MessageEnvelope.digestLength)))
     }
 
     /// Whether `message` is the one described.
-    public func describes(_ message: Message) -> Bool {
+    package func describes(_ message: Message) -> Bool {
         self == MessageDescriptor(message)
     }
 }

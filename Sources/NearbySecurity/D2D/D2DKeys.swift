@@ -8,15 +8,15 @@ import NearbyWire
 /// Each of them yields an AES-256 key (info "ENC:2") and an HMAC-SHA256 key (info "SIG:1") under salt
 /// SHA-256("SecureMessage"). The initiator encodes with the client keys and decodes with the server keys; the
 /// responder the reverse.
-public struct D2DKeys: Sendable, Hashable {
+package struct D2DKeys: Sendable, Hashable {
     /// The AES and HMAC keys of one direction.
-    public struct Direction: Sendable, Hashable {
+    package struct Direction: Sendable, Hashable {
         /// The D2D key this direction's keys come from.
-        public let baseKey: [UInt8]
+        package let baseKey: [UInt8]
         /// The AES-256-CBC key.
-        public let encryptionKey: [UInt8]
+        package let encryptionKey: [UInt8]
         /// The HMAC-SHA256 key.
-        public let signingKey: [UInt8]
+        package let signingKey: [UInt8]
 
         init(baseKey: [UInt8]) {
             self.baseKey = baseKey
@@ -28,17 +28,17 @@ public struct D2DKeys: Sendable, Hashable {
     }
 
     /// SHA-256("D2D"), the salt of the client and server keys.
-    public static let d2dSalt = CryptoPrimitives.sha256(Array("D2D".utf8))
+    package static let d2dSalt = CryptoPrimitives.sha256(Array("D2D".utf8))
     /// SHA-256("SecureMessage"), the salt of the encryption and signing keys.
-    public static let secureMessageSalt = CryptoPrimitives.sha256(Array("SecureMessage".utf8))
+    package static let secureMessageSalt = CryptoPrimitives.sha256(Array("SecureMessage".utf8))
 
     /// Keys for messages the client (initiator) sends.
-    public let client: Direction
+    package let client: Direction
     /// Keys for messages the server (responder) sends.
-    public let server: Direction
+    package let server: Direction
 
     /// Derives every key from the 32-byte next-protocol secret.
-    public init(nextProtocolSecret: [UInt8]) {
+    package init(nextProtocolSecret: [UInt8]) {
         client = Direction(
             baseKey: CryptoPrimitives.hkdfSHA256(
                 inputKeyMaterial: nextProtocolSecret, salt: D2DKeys.d2dSalt, info: Array("client".utf8)))

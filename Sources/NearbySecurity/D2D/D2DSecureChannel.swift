@@ -10,18 +10,20 @@ import SwiftProtobuf
 /// a bandwidth upgrade simply by being used there. The first message in each direction carries sequence number 1;
 /// a received message must carry exactly the previous number plus one (replays, gaps and reordering are errors).
 /// A failed decode leaves the counters unchanged; the endpoint should then be dropped.
+///
+/// Public only because the public `ConnectionStateMachine.Action` names it; its members are `package`.
 public struct D2DSecureChannel: Sendable {
     /// GcmMetadata{type: DEVICE_TO_DEVICE_MESSAGE (13), version: 1} as bytes.
-    public static let publicMetadata: [UInt8] = [0x08, 0x0D, 0x10, 0x01]
+    package static let publicMetadata: [UInt8] = [0x08, 0x0D, 0x10, 0x01]
 
     /// This side's role in the handshake that keyed the channel.
-    public let role: Ukey2Role
+    package let role: Ukey2Role
     /// All keys of the channel.
-    public let keys: D2DKeys
+    package let keys: D2DKeys
     /// The sequence number of the last message encoded (0 before the first).
-    public private(set) var lastSentSequenceNumber: Int32 = 0
+    package private(set) var lastSentSequenceNumber: Int32 = 0
     /// The sequence number of the last message decoded (0 before the first).
-    public private(set) var lastReceivedSequenceNumber: Int32 = 0
+    package private(set) var lastReceivedSequenceNumber: Int32 = 0
 
     private let sendEncryptionKey: SymmetricKey
     private let sendSigningKey: SymmetricKey
@@ -29,7 +31,7 @@ public struct D2DSecureChannel: Sendable {
     private let receiveSigningKey: SymmetricKey
 
     /// Creates the channel for `role` from the UKEY2 next-protocol secret.
-    public init(nextProtocolSecret: [UInt8], role: Ukey2Role) {
+    package init(nextProtocolSecret: [UInt8], role: Ukey2Role) {
         self.role = role
         keys = D2DKeys(nextProtocolSecret: nextProtocolSecret)
         let send = role == .client ? keys.client : keys.server
@@ -46,7 +48,7 @@ public struct D2DSecureChannel: Sendable {
     /// writes: fields in number order), so the message is copied once into the plaintext and the ciphertext once
     /// into the output.
     /// - Parameter iv: a fixed 16-byte IV for known-answer tests; random when `nil`.
-    public mutating func encode(_ message: some DataProtocol, iv: [UInt8]? = nil) throws(NearbyError) -> [UInt8] {
+    package mutating func encode(_ message: some DataProtocol, iv: [UInt8]? = nil) throws(NearbyError) -> [UInt8] {
         guard lastSentSequenceNumber < Int32.max else {
             throw NearbyError(.sequenceMismatch, "outgoing sequence numbers are exhausted")
         }
@@ -98,7 +100,7 @@ public struct D2DSecureChannel: Sendable {
     /// - Throws: ``NearbyError/Code-swift.struct/malformedMessage`` for bytes that are not a SecureMessage,
     ///   ``NearbyError/Code-swift.struct/authenticationFailed`` for a bad signature, scheme, padding or metadata,
     ///   ``NearbyError/Code-swift.struct/sequenceMismatch`` for a replayed, skipped or reordered message.
-    public mutating func decode(_ bytes: some Collection<UInt8>) throws(NearbyError) -> [UInt8] {
+    package mutating func decode(_ bytes: some Collection<UInt8>) throws(NearbyError) -> [UInt8] {
         let received = bytes as? [UInt8] ?? Array(bytes)
         let outer: [ProtobufWireScanner.Value?]
         do {

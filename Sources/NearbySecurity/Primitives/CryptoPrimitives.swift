@@ -6,24 +6,24 @@ import _CryptoExtras
 /// The handful of cryptographic operations the protocol is built from, over byte arrays.
 ///
 /// Thin wrappers over swift-crypto so that every derivation in UKEY2 and D2D reads like the protocol description.
-public enum CryptoPrimitives {
+package enum CryptoPrimitives {
     /// SHA-256 of `data`.
-    public static func sha256(_ data: some DataProtocol) -> [UInt8] {
+    package static func sha256(_ data: some DataProtocol) -> [UInt8] {
         Array(SHA256.hash(data: data))
     }
 
     /// SHA-512 of `data`.
-    public static func sha512(_ data: some DataProtocol) -> [UInt8] {
+    package static func sha512(_ data: some DataProtocol) -> [UInt8] {
         Array(SHA512.hash(data: data))
     }
 
     /// HMAC-SHA256 of `data` under `key`.
-    public static func hmacSHA256(key: some ContiguousBytes, _ data: some DataProtocol) -> [UInt8] {
+    package static func hmacSHA256(key: some ContiguousBytes, _ data: some DataProtocol) -> [UInt8] {
         Array(HMAC<SHA256>.authenticationCode(for: data, using: SymmetricKey(data: key)))
     }
 
     /// HKDF-SHA256 (RFC 5869): extract with `salt`, expand with `info` to `count` bytes.
-    public static func hkdfSHA256(
+    package static func hkdfSHA256(
         inputKeyMaterial: some ContiguousBytes, salt: some DataProtocol, info: some DataProtocol, count: Int = 32
     ) -> [UInt8] {
         let key = HKDF<SHA256>.deriveKey(
@@ -32,7 +32,7 @@ public enum CryptoPrimitives {
     }
 
     /// AES-256-CBC encryption with PKCS#7 padding (always 1…16 pad bytes).
-    public static func aesCBCEncrypt(key: SymmetricKey, iv: [UInt8], plaintext: some DataProtocol)
+    package static func aesCBCEncrypt(key: SymmetricKey, iv: [UInt8], plaintext: some DataProtocol)
         throws(NearbyError) -> [UInt8]
     {
         do {
@@ -45,7 +45,7 @@ public enum CryptoPrimitives {
 
     /// AES-256-CBC decryption removing PKCS#7 padding.
     /// - Throws: ``NearbyError/Code-swift.struct/authenticationFailed`` when the ciphertext or padding is invalid.
-    public static func aesCBCDecrypt(key: SymmetricKey, iv: [UInt8], ciphertext: some DataProtocol)
+    package static func aesCBCDecrypt(key: SymmetricKey, iv: [UInt8], ciphertext: some DataProtocol)
         throws(NearbyError) -> [UInt8]
     {
         guard iv.count == 16 else {
@@ -86,7 +86,7 @@ public enum CryptoPrimitives {
     }
 
     /// Compares two byte strings in time that depends only on their lengths.
-    public static func constantTimeEquals(_ lhs: some Collection<UInt8>, _ rhs: some Collection<UInt8>) -> Bool {
+    package static func constantTimeEquals(_ lhs: some Collection<UInt8>, _ rhs: some Collection<UInt8>) -> Bool {
         guard lhs.count == rhs.count else { return false }
         var difference: UInt8 = 0
         for (left, right) in zip(lhs, rhs) {
@@ -96,7 +96,7 @@ public enum CryptoPrimitives {
     }
 
     /// `count` bytes from the system's cryptographically secure generator.
-    public static func randomBytes(_ count: Int) -> [UInt8] {
+    package static func randomBytes(_ count: Int) -> [UInt8] {
         // Eight bytes per draw: each draw of the system generator is a getrandom(2) call.
         var generator = SystemRandomNumberGenerator()
         var bytes: [UInt8] = []

@@ -1,7 +1,7 @@
 import NearbyWire
 
 /// What the I/O layer must do after feeding a UKEY2 state machine a message.
-public enum Ukey2Action: Sendable {
+package enum Ukey2Action: Sendable {
     /// Send these bytes (one `Ukey2Message`, to be length-prefixed) and wait for the peer's next message.
     case send([UInt8])
     /// Send these bytes; the handshake is complete on this side.

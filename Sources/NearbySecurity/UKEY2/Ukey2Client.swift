@@ -7,7 +7,7 @@ import NearbyWire
 /// Call ``start()`` to get ClientInit (M1), send it, then pass the peer's reply to ``receive(_:)`` and perform the
 /// returned ``Ukey2Action``: on success it is ``Ukey2Action/sendAndComplete(_:_:)`` with ClientFinished and the
 /// result. Inputs are envelopes without their length prefix. No I/O, no clocks: the caller owns timeouts.
-public struct Ukey2Client: Sendable {
+package struct Ukey2Client: Sendable {
     private enum State: Sendable {
         case idle
         case awaitingServerInit(clientInit: [UInt8], clientFinished: [UInt8])
@@ -19,14 +19,14 @@ public struct Ukey2Client: Sendable {
     private var state: State = .idle
 
     /// Creates a client with a fresh ephemeral key and random, or fixed ones (for tests and known-answer vectors).
-    public init(privateKey: P256.KeyAgreement.PrivateKey = .init(), random: [UInt8]? = nil) {
+    package init(privateKey: P256.KeyAgreement.PrivateKey = .init(), random: [UInt8]? = nil) {
         self.privateKey = privateKey
         self.random = random ?? CryptoPrimitives.randomBytes(Ukey2Constants.randomLength)
     }
 
     /// Builds ClientFinished first (its SHA-512 is the commitment), then ClientInit, and returns ClientInit's bytes.
     /// - Throws: ``NearbyError/Code-swift.struct/outOfOrderApiCall`` when called twice.
-    public mutating func start() throws(NearbyError) -> [UInt8] {
+    package mutating func start() throws(NearbyError) -> [UInt8] {
         guard case .idle = state else {
             throw NearbyError(.outOfOrderApiCall, "UKEY2 client already started")
         }
@@ -49,7 +49,7 @@ public struct Ukey2Client: Sendable {
     }
 
     /// Handles the peer's ServerInit (or alert).
-    public mutating func receive(_ bytes: some Collection<UInt8>) -> Ukey2Action {
+    package mutating func receive(_ bytes: some Collection<UInt8>) -> Ukey2Action {
         guard case .awaitingServerInit(let clientInit, let clientFinished) = state else {
             state = .finished
             return .fail(alert: nil, NearbyError(.outOfOrderApiCall, "UKEY2 client is not waiting for ServerInit"))

@@ -3,7 +3,7 @@ import Foundation
 import NearbyWire
 
 /// Which end of the handshake this side is.
-public enum Ukey2Role: Sendable, Hashable {
+package enum Ukey2Role: Sendable, Hashable {
     /// The initiator: the side that opened the socket and sent ClientInit.
     case client
     /// The responder: the side that accepted the socket and sent ServerInit.
@@ -11,17 +11,17 @@ public enum Ukey2Role: Sendable, Hashable {
 }
 
 /// The outcome of a completed UKEY2 handshake: the shared secrets and what people compare to verify them.
-public struct Ukey2HandshakeResult: Sendable, Hashable {
+package struct Ukey2HandshakeResult: Sendable, Hashable {
     /// This side's role.
-    public let role: Ukey2Role
+    package let role: Ukey2Role
     /// The serialized ClientInit envelope (M1), without its length prefix.
-    public let clientInit: [UInt8]
+    package let clientInit: [UInt8]
     /// The serialized ServerInit envelope (M2), without its length prefix.
-    public let serverInit: [UInt8]
+    package let serverInit: [UInt8]
     /// The 32-byte authentication string both sides derive: HKDF-SHA256(DHS, "UKEY2 v1 auth", M1‖M2).
-    public let authString: [UInt8]
+    package let authString: [UInt8]
     /// The 32-byte next-protocol secret: HKDF-SHA256(DHS, "UKEY2 v1 next", M1‖M2).
-    public let nextProtocolSecret: [UInt8]
+    package let nextProtocolSecret: [UInt8]
 
     /// Derives the secrets from the ECDH result.
     /// - Parameters:
@@ -40,13 +40,13 @@ public struct Ukey2HandshakeResult: Sendable, Hashable {
     }
 
     /// The 4-digit code Android shows (`getAuthenticationDigits`).
-    public var verificationDigits: String { VerificationCodes.digits(from: authString) }
+    package var verificationDigits: String { VerificationCodes.digits(from: authString) }
 
     /// The 5-character token Google's Swift API shows.
-    public var verificationToken: String { VerificationCodes.token(from: authString) }
+    package var verificationToken: String { VerificationCodes.token(from: authString) }
 
     /// The encrypted channel keyed by this handshake, for this side's role.
-    public func makeSecureChannel() -> D2DSecureChannel {
+    package func makeSecureChannel() -> D2DSecureChannel {
         D2DSecureChannel(nextProtocolSecret: nextProtocolSecret, role: role)
     }
 

@@ -9,9 +9,9 @@ import NearbyWire
 /// 33-byte coordinate must start with `0x00`. A 32-byte coordinate with its high bit set, which a strict Java reader
 /// would take as negative, is accepted as unsigned for interoperability with writers that omit the prefix. The
 /// point must lie on P-256.
-public enum Ukey2PublicKeyCoding {
+package enum Ukey2PublicKeyCoding {
     /// Serialized `GenericPublicKey{type: EC_P256, ec_p256_public_key{x, y}}` for `key`.
-    public static func encode(_ key: P256.KeyAgreement.PublicKey) -> [UInt8] {
+    package static func encode(_ key: P256.KeyAgreement.PublicKey) -> [UInt8] {
         let raw = Array(key.rawRepresentation)
         var ec = ProtoEcP256PublicKey()
         ec.x = Data(encodeCoordinate(raw[0..<32]))
@@ -27,14 +27,14 @@ public enum Ukey2PublicKeyCoding {
     }
 
     /// The coordinate's minimal big-endian magnitude with a `0x00` byte prepended.
-    public static func encodeCoordinate(_ coordinate: some Collection<UInt8>) -> [UInt8] {
+    package static func encodeCoordinate(_ coordinate: some Collection<UInt8>) -> [UInt8] {
         [0] + coordinate.drop(while: { $0 == 0 })
     }
 
     /// Parses serialized `GenericPublicKey` bytes into a P-256 public key.
     /// - Throws: ``NearbyError/Code-swift.struct/handshakeFailed`` when the bytes do not parse, the key is not EC
     ///   P-256, a coordinate has a bad length, or the point is not on the curve.
-    public static func decode(_ bytes: some Collection<UInt8>) throws(NearbyError) -> P256.KeyAgreement.PublicKey {
+    package static func decode(_ bytes: some Collection<UInt8>) throws(NearbyError) -> P256.KeyAgreement.PublicKey {
         let generic: ProtoGenericPublicKey
         do {
             generic = try ProtoGenericPublicKey(serializedBytes: Array(bytes))
@@ -54,7 +54,7 @@ public enum Ukey2PublicKeyCoding {
     }
 
     /// A coordinate as exactly 32 big-endian bytes, following the 1…33 byte rule.
-    public static func decodeCoordinate(_ bytes: [UInt8], name: String) throws(NearbyError) -> [UInt8] {
+    package static func decodeCoordinate(_ bytes: [UInt8], name: String) throws(NearbyError) -> [UInt8] {
         guard (1...33).contains(bytes.count) else {
             throw NearbyError(.handshakeFailed, "public key coordinate \(name) is \(bytes.count) bytes, not 1…33")
         }

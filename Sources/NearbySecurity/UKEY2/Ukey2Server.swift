@@ -8,7 +8,7 @@ import NearbyWire
 /// (``Ukey2Action/send(_:)``); pass ClientFinished to ``receive(_:)`` again to get
 /// ``Ukey2Action/complete(_:)``. ClientFinished must hash (SHA-512, compared in constant time) to the commitment
 /// ClientInit carried. Inputs are envelopes without their length prefix. No I/O, no clocks.
-public struct Ukey2Server: Sendable {
+package struct Ukey2Server: Sendable {
     private enum State: Sendable {
         case awaitingClientInit
         case awaitingClientFinished(clientInit: [UInt8], serverInit: [UInt8], commitment: [UInt8])
@@ -20,13 +20,13 @@ public struct Ukey2Server: Sendable {
     private var state: State = .awaitingClientInit
 
     /// Creates a server with a fresh ephemeral key and random, or fixed ones (for tests and known-answer vectors).
-    public init(privateKey: P256.KeyAgreement.PrivateKey = .init(), random: [UInt8]? = nil) {
+    package init(privateKey: P256.KeyAgreement.PrivateKey = .init(), random: [UInt8]? = nil) {
         self.privateKey = privateKey
         self.random = random ?? CryptoPrimitives.randomBytes(Ukey2Constants.randomLength)
     }
 
     /// Handles the peer's next handshake message.
-    public mutating func receive(_ bytes: some Collection<UInt8>) -> Ukey2Action {
+    package mutating func receive(_ bytes: some Collection<UInt8>) -> Ukey2Action {
         let message = Array(bytes)
         switch state {
         case .awaitingClientInit:

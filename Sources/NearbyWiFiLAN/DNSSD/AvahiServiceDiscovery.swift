@@ -9,9 +9,9 @@ import NearbyWire
 /// `register` or `browse` call connects again.
 ///
 /// Services are published, and browsed, on every interface and IP protocol that avahi-daemon is configured to use.
-public final class AvahiServiceDiscovery: DNSServiceDiscovery {
+package final class AvahiServiceDiscovery: DNSServiceDiscovery {
     /// Browse events buffered for a slow consumer; beyond this the oldest pending events are dropped.
-    public static let browseEventBufferLimit = 1024
+    package static let browseEventBufferLimit = 1024
 
     private let connection: AvahiConnection
 
@@ -19,7 +19,7 @@ public final class AvahiServiceDiscovery: DNSServiceDiscovery {
     ///
     /// - Throws: `NearbyError` with code `.mediumUnavailable` when avahi-daemon is not running or the D-Bus system
     ///   bus cannot be reached.
-    public init() throws {
+    package init() throws {
         connection = try AvahiConnection()
     }
 
@@ -28,7 +28,7 @@ public final class AvahiServiceDiscovery: DNSServiceDiscovery {
     /// - Throws: `.invalidArgument` for a service that breaks the limits of ``DNSSDService``;
     ///   `.mediumUnavailable` when the daemon cannot be reached; `.unknown` when the name is already taken on the
     ///   network (the name is not changed) or Avahi fails otherwise; `CancellationError` if the task is cancelled.
-    public func register(_ service: DNSSDService) async throws -> DNSSDRegistration {
+    package func register(_ service: DNSSDService) async throws -> DNSSDRegistration {
         try service.validate()
         let txtStrings = try DNSSDTXTRecord.encode(service.txt)
         let connection = self.connection
@@ -60,7 +60,7 @@ public final class AvahiServiceDiscovery: DNSServiceDiscovery {
     /// ``DNSSDBrowseEvent/lost(instanceName:)`` comes when its last copy is removed. Resolves that time out (an
     /// instance can be announced before its publisher finished probing) are retried with backoff. The stream
     /// finishes with `.invalidArgument` for a malformed type and `.mediumUnavailable` when the daemon goes away.
-    public func browse(serviceType: String) -> AsyncThrowingStream<DNSSDBrowseEvent, any Error> {
+    package func browse(serviceType: String) -> AsyncThrowingStream<DNSSDBrowseEvent, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(
             of: DNSSDBrowseEvent.self,
             throwing: (any Error).self,

@@ -1,5 +1,5 @@
 /// A change in the set of service instances seen by ``DNSServiceDiscovery/browse(serviceType:)``.
-public enum DNSSDBrowseEvent: Sendable, Hashable {
+package enum DNSSDBrowseEvent: Sendable, Hashable {
     /// An instance was resolved, or its resolved details changed.
     ///
     /// Treat this as "insert or replace": the same instance name is reported again, with the full merged details,

@@ -2,7 +2,7 @@ import NearbyWire
 
 /// A published DNS-SD service; it stays published until ``cancel()`` is called or the registration is
 /// deinitialized.
-public final class DNSSDRegistration: Sendable {
+package final class DNSSDRegistration: Sendable {
     private let withdraw: @Sendable () -> Void
     private let currentFailure: @Sendable () -> NearbyError?
 
@@ -12,7 +12,7 @@ public final class DNSSDRegistration: Sendable {
     ///   - withdraw: Unpublishes the service. Called by ``cancel()`` and on deinitialization, so possibly more
     ///     than once; it must be idempotent and must not block for long.
     ///   - failure: Reports why the backend dropped the service after it was established, or `nil`.
-    public init(withdraw: @escaping @Sendable () -> Void, failure: @escaping @Sendable () -> NearbyError?) {
+    package init(withdraw: @escaping @Sendable () -> Void, failure: @escaping @Sendable () -> NearbyError?) {
         self.withdraw = withdraw
         self.currentFailure = failure
     }
@@ -22,10 +22,10 @@ public final class DNSSDRegistration: Sendable {
     ///
     /// Set when the daemon went away (`.mediumUnavailable`) or a conflicting service took the name (`.unknown`);
     /// instance names are fixed by the Nearby protocol, so a conflict is not resolved by renaming.
-    public var failure: NearbyError? { currentFailure() }
+    package var failure: NearbyError? { currentFailure() }
 
     /// Unpublishes the service; peers see it disappear. Calling this again does nothing.
-    public func cancel() async {
+    package func cancel() async {
         withdraw()
     }
 

@@ -1,27 +1,27 @@
 /// A browsed service instance, resolved to a host, addresses, a port and a TXT record.
-public struct DNSSDResolvedService: Sendable, Hashable {
+package struct DNSSDResolvedService: Sendable, Hashable {
     /// The instance name (the first DNS label, unescaped), for example a base64 Nearby endpoint descriptor.
-    public var instanceName: String
+    package var instanceName: String
     /// The service type, for example `"_FC9F5ED42C8A._tcp"`.
-    public var serviceType: String
+    package var serviceType: String
     /// The target host name of the service's SRV record, for example `"phone.local"`.
-    public var hostName: String
+    package var hostName: String
     /// The host's addresses in textual form, without duplicates: IPv4 addresses first, then IPv6.
     ///
     /// An IPv6 link-local address carries its zone as an RFC 4007 suffix (`"fe80::1%eth0"`), because addresses seen
     /// on different interfaces are merged into one list.
-    public var addresses: [String]
+    package var addresses: [String]
     /// The TCP or UDP port of the service.
-    public var port: UInt16
+    package var port: UInt16
     /// The TXT record: each `key=value` string split at its first `=`, values as raw bytes.
     ///
     /// A key without `=` maps to an empty value. When a key repeats, its first occurrence wins (RFC 6763 §6.4).
-    public var txt: [String: [UInt8]]
+    package var txt: [String: [UInt8]]
     /// The index of the network interface on which the first of ``addresses`` was resolved.
-    public var interfaceIndex: Int32
+    package var interfaceIndex: Int32
 
     /// Creates a resolved service description.
-    public init(
+    package init(
         instanceName: String,
         serviceType: String,
         hostName: String,

@@ -7,26 +7,26 @@ import NearbyWire
 /// * ``serviceType``: `_name._tcp` or `_name._udp`, where `name` is 1 to 62 ASCII letters, digits, `-` or `_`.
 /// * ``txt``: keys of 1 or more printable ASCII characters other than `=`; each `key=value` string at most
 ///   ``maximumTXTStringLength`` bytes; the whole record at most ``maximumTXTRecordLength`` bytes.
-public struct DNSSDService: Sendable, Hashable {
+package struct DNSSDService: Sendable, Hashable {
     /// The longest instance name, in UTF-8 bytes: one DNS label.
-    public static let maximumInstanceNameLength = 63
+    package static let maximumInstanceNameLength = 63
     /// The longest TXT string (`key=value`), in bytes: one length-prefixed DNS character-string.
-    public static let maximumTXTStringLength = 255
+    package static let maximumTXTStringLength = 255
     /// The largest TXT record, in bytes including each string's length byte; RFC 6763 §6.2 keeps a record this
     /// size inside one 1500-byte Ethernet packet.
-    public static let maximumTXTRecordLength = 1300
+    package static let maximumTXTRecordLength = 1300
 
     /// The instance name, the first DNS label of the service's name (unescaped).
-    public var instanceName: String
+    package var instanceName: String
     /// The service type, for example `"_FC9F5ED42C8A._tcp"`; the domain is always `local`.
-    public var serviceType: String
+    package var serviceType: String
     /// The port the service listens on.
-    public var port: UInt16
+    package var port: UInt16
     /// The TXT record, published as `key=value` strings in ascending key order.
-    public var txt: [String: [UInt8]]
+    package var txt: [String: [UInt8]]
 
     /// Creates a service description; nothing is checked until it is registered (or ``validate()`` is called).
-    public init(instanceName: String, serviceType: String, port: UInt16, txt: [String: [UInt8]] = [:]) {
+    package init(instanceName: String, serviceType: String, port: UInt16, txt: [String: [UInt8]] = [:]) {
         self.instanceName = instanceName
         self.serviceType = serviceType
         self.port = port
@@ -36,7 +36,7 @@ public struct DNSSDService: Sendable, Hashable {
     /// Checks the limits listed on ``DNSSDService``.
     ///
     /// - Throws: `NearbyError` with code `.invalidArgument` naming the first limit that is broken.
-    public func validate() throws {
+    package func validate() throws {
         let nameLength = instanceName.utf8.count
         guard nameLength > 0 else {
             throw NearbyError(.invalidArgument, "DNS-SD instance name is empty")

@@ -3,7 +3,7 @@
 /// The Wi-Fi LAN medium advertises an endpoint by registering a service of type `_<12 hex>._tcp` whose instance
 /// name and `n` TXT key carry the endpoint's identity, and discovers endpoints by browsing that type.
 /// ``AvahiServiceDiscovery`` is the Linux implementation; other backends can conform to this protocol.
-public protocol DNSServiceDiscovery: Sendable {
+package protocol DNSServiceDiscovery: Sendable {
     /// Publishes `service` on the local network.
     ///
     /// Returns once the service is established (its name has been probed and announced). The service stays

@@ -6,17 +6,17 @@ import NearbyWire
 /// Returned by ``WiFiLANMedium/startAdvertising(_:onIncoming:)``. When the service could not be published the
 /// listener still runs and peers can connect by address; ``discoverabilityProblem`` then says why nobody can discover
 /// it.
-public final class WiFiLANAdvertisingSession: AdvertisingSession {
+package final class WiFiLANAdvertisingSession: AdvertisingSession {
     /// Always ``NearbyCore/MediumKind/wifiLAN``.
-    public var medium: MediumKind { .wifiLAN }
+    package var medium: MediumKind { .wifiLAN }
     /// The port the listener accepts connections on.
-    public var port: Int? { listener.port }
+    package var port: Int? { listener.port }
     /// The DNS-SD service type, e.g. `_FC9F5ED42C8A._tcp`.
-    public var advertisedName: String { serviceType }
+    package var advertisedName: String { serviceType }
     /// The DNS-SD service type, e.g. `_FC9F5ED42C8A._tcp`.
-    public let serviceType: String
+    package let serviceType: String
     /// The DNS-SD instance name: the base64 Wi-Fi LAN service info (14 characters), e.g. `I0FCQ0T8n14AAA`.
-    public let instanceName: String
+    package let instanceName: String
 
     private let listener: TCPListener
     private let registration: DNSSDRegistration?
@@ -39,7 +39,7 @@ public final class WiFiLANAdvertisingSession: AdvertisingSession {
     /// `nil` while the service is published; otherwise why peers cannot discover this endpoint, for example
     /// "not discoverable: avahi-daemon is not running (…); connections by address still work". Also set when the
     /// daemon went away or another host took the instance name after publishing succeeded.
-    public var discoverabilityProblem: NearbyError? {
+    package var discoverabilityProblem: NearbyError? {
         if let registrationProblem {
             return registrationProblem
         }
@@ -49,7 +49,7 @@ public final class WiFiLANAdvertisingSession: AdvertisingSession {
 
     /// Withdraws the DNS-SD service (peers see the endpoint lost), then closes the listener. Channels already
     /// accepted stay open. Idempotent.
-    public func stop() async {
+    package func stop() async {
         await registration?.cancel()
         await listener.stop()
     }

@@ -14,14 +14,14 @@ import NearbyWire
 /// avahi-daemon is not running, advertising still listens (and says so in
 /// ``NearbyCore/AdvertisingSession/discoverabilityProblem``), connecting by address still works, and discovery
 /// finishes with `.mediumUnavailable`.
-public final class WiFiLANMedium: Medium {
+package final class WiFiLANMedium: MediumDriver {
     /// The longest time publishing the DNS-SD service may take before advertising goes on without it.
-    public static let registrationTimeout: Duration = .seconds(10)
+    package static let registrationTimeout: Duration = .seconds(10)
 
     /// Always ``NearbyCore/MediumKind/wifiLAN``.
-    public var kind: MediumKind { .wifiLAN }
+    package var kind: MediumKind { .wifiLAN }
     /// The address the advertising listener binds to.
-    public let listenHost: String
+    package let listenHost: String
 
     private let discoveryProvider: WiFiLANServiceDiscoveryProvider
     private let group: any EventLoopGroup
@@ -34,7 +34,7 @@ public final class WiFiLANMedium: Medium {
     ///   - listenHost: The address advertising listens on: `"0.0.0.0"` for every IPv4 address, `"::"` for dual
     ///     stack.
     ///   - logger: Where to log; `medium` metadata is added.
-    public init(
+    package init(
         serviceDiscovery: @escaping @Sendable () throws -> any DNSServiceDiscovery = { try AvahiServiceDiscovery() },
         listenHost: String = "0.0.0.0",
         logger: Logger = Logger(label: "nearby.wifi-lan")
@@ -55,7 +55,7 @@ public final class WiFiLANMedium: Medium {
     /// - Throws: ``NearbyWire/NearbyError`` with code `.invalidArgument` for an endpoint ID that is not 4 printable
     ///   ASCII characters, endpoint info over 131 bytes or a bad port; `.endpointIoError` when the port cannot be
     ///   listened on; `CancellationError` when the task is cancelled while publishing (nothing stays open).
-    public func startAdvertising(
+    package func startAdvertising(
         _ request: AdvertisingRequest, onIncoming: @escaping @Sendable (any EndpointChannel) -> Void
     ) async throws -> any AdvertisingSession {
         let endpointID = try EndpointID(request.endpointID)
@@ -110,7 +110,7 @@ public final class WiFiLANMedium: Medium {
     ///
     /// The stream finishes with the DNS-SD client's error (`.mediumUnavailable` when avahi-daemon is not running or
     /// goes away); cancel the consuming task to stop browsing.
-    public func discover(serviceID: String, pcp: PCP) -> AsyncThrowingStream<DiscoveryEvent, any Error> {
+    package func discover(serviceID: String, pcp: PCP) -> AsyncThrowingStream<DiscoveryEvent, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: DiscoveryEvent.self, throwing: (any Error).self)
         let serviceType = ServiceIDHash.wifiLanServiceType(serviceID: serviceID).name
         var logger = self.logger
@@ -172,7 +172,7 @@ public final class WiFiLANMedium: Medium {
     /// - Throws: ``NearbyWire/NearbyError`` with code `.invalidArgument` for a route that is not
     ///   ``NearbyCore/EndpointRoute/tcp(hosts:port:)`` (or has no host, or a bad port); `.endpointIoError` naming
     ///   every failed attempt.
-    public func connect(to route: EndpointRoute) async throws -> any EndpointChannel {
+    package func connect(to route: EndpointRoute) async throws -> any EndpointChannel {
         guard case .tcp(let hosts, let port) = route else {
             throw NearbyError(.invalidArgument, "the Wi-Fi LAN medium connects only to TCP routes, not \(route)")
         }

@@ -11,13 +11,13 @@ import NearbyWire
 
 /// The listener of one bandwidth upgrade to Wi-Fi LAN: a TCP listener on a port the system chose, offered at
 /// every usable address of this host.
-public final class WiFiLANUpgradeListener: UpgradeListener {
+package final class WiFiLANUpgradeListener: UpgradeListener {
     /// Always ``NearbyCore/MediumKind/wifiLAN``.
-    public var medium: MediumKind { .wifiLAN }
+    package var medium: MediumKind { .wifiLAN }
     /// A WIFI_LAN path with the addresses (IPv6 first, then IPv4) and the listener's port.
-    public let pathInfo: UpgradePathInfo
+    package let pathInfo: UpgradePathInfo
     /// The addresses offered, as 4- or 16-byte values.
-    public let addresses: [[UInt8]]
+    package let addresses: [[UInt8]]
     private let listener: TCPListener
 
     init(listener: TCPListener, addresses: [[UInt8]]) {
@@ -27,14 +27,14 @@ public final class WiFiLANUpgradeListener: UpgradeListener {
     }
 
     /// Stops listening; an accepted channel stays open.
-    public func stop() async {
+    package func stop() async {
         await listener.stop()
     }
 }
 
 extension WiFiLANMedium {
     /// Wi-Fi LAN is the target of bandwidth upgrades.
-    public var supportsUpgradeListening: Bool { true }
+    package var supportsUpgradeListening: Bool { true }
 
     /// Listens for the new channel of a bandwidth upgrade on `listenHost`, port chosen by the system, and offers
     /// every address of this host that a peer on the LAN can use: IPv4 ones when listening on `0.0.0.0`, plus
@@ -43,7 +43,7 @@ extension WiFiLANMedium {
     ///
     /// - Throws: ``NearbyWire/NearbyError`` `.mediumUnavailable` when this host has no such address (no LAN), or
     ///   `.endpointIoError` when the port cannot be listened on.
-    public func startUpgradeListener(
+    package func startUpgradeListener(
         onIncoming: @escaping @Sendable (any EndpointChannel) -> Void
     ) async throws -> any UpgradeListener {
         let addresses: [[UInt8]]
@@ -71,7 +71,7 @@ extension WiFiLANMedium {
     ///
     /// - Throws: ``NearbyWire/NearbyError`` `.invalidArgument` for a path that is not WIFI_LAN or has no address;
     ///   `.invalidFrame` for a refused path; `.endpointIoError` naming every failed attempt.
-    public func connectForUpgrade(to path: UpgradePathInfo) async throws -> any EndpointChannel {
+    package func connectForUpgrade(to path: UpgradePathInfo) async throws -> any EndpointChannel {
         guard path.medium == .wifiLan, path.hasWifiLanSocket else {
             throw NearbyError(.invalidArgument, "not a Wi-Fi LAN upgrade path")
         }

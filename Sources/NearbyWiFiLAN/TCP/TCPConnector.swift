@@ -12,9 +12,9 @@ import NearbyCore
 import NearbyWire
 
 /// Opens outgoing TCP connections as framed ``TCPEndpointChannel``s.
-public enum TCPConnector {
+package enum TCPConnector {
     /// The default time one connection attempt may take.
-    public static let defaultAttemptTimeout: Duration = .seconds(3)
+    package static let defaultAttemptTimeout: Duration = .seconds(3)
 
     /// Connects to the first of `hosts` that accepts a connection on `port`.
     ///
@@ -32,7 +32,7 @@ public enum TCPConnector {
     /// - Throws: ``NearbyWire/NearbyError`` with code `.invalidArgument` for an empty host list or a port outside
     ///   `1...65535`; `.endpointIoError` naming every attempt and why it failed when no host accepted;
     ///   `CancellationError` when the task was cancelled.
-    public static func connect(
+    package static func connect(
         hosts: [String],
         port: Int,
         timeout: Duration = defaultAttemptTimeout,

@@ -16,15 +16,15 @@ import NearbyWire
 /// ``close()`` may be called at any time from any task, also while a read or a write is pending.
 ///
 /// Instances are made by ``TCPListener`` (accepted connections) and ``TCPConnector`` (outgoing connections).
-public final class TCPEndpointChannel: EndpointChannel {
+package final class TCPEndpointChannel: EndpointChannel {
     /// How long ``close()`` lets frames that are still queued drain to a peer that is slow to read before the
     /// connection is cut.
-    public static let closeFlushTimeout: Duration = .seconds(2)
+    package static let closeFlushTimeout: Duration = .seconds(2)
 
     /// The medium this connection belongs to.
-    public let medium: MediumKind
+    package let medium: MediumKind
     /// The peer's address and port, e.g. `10.0.0.2:40123` or `[fe80::1%eth0]:40123`.
-    public let peerDescription: String
+    package let peerDescription: String
 
     private let channel: any Channel
     private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
@@ -102,7 +102,7 @@ public final class TCPEndpointChannel: EndpointChannel {
     ///   (reset, for example); `.outOfOrderApiCall` when another read is still pending; `CancellationError` when
     ///   the calling task was cancelled (the channel is then closed, since its inbound stream cannot be resumed).
     ///   After an error the channel is closed.
-    public func readFrame() async throws -> [UInt8]? {
+    package func readFrame() async throws -> [UInt8]? {
         let mayRead = try state.withLock { state -> Bool in
             guard !state.isReading else {
                 throw NearbyError(.outOfOrderApiCall, "readFrame() called on \(peerDescription) while another read is pending")
@@ -159,7 +159,7 @@ public final class TCPEndpointChannel: EndpointChannel {
     /// - Throws: ``NearbyWire/NearbyError`` with code `.invalidFraming` when `body` is longer than 1 MiB (nothing is
     ///   sent, the channel stays usable); `.endpointIoError` when the channel is closed or the connection failed;
     ///   `CancellationError` when the calling task was cancelled while waiting to write (the frame was not sent).
-    public func writeFrame(_ body: [UInt8]) async throws {
+    package func writeFrame(_ body: [UInt8]) async throws {
         guard body.count <= LengthPrefixFraming.maxFrameLength else {
             throw NearbyError(
                 .invalidFraming,
@@ -183,7 +183,7 @@ public final class TCPEndpointChannel: EndpointChannel {
     /// Frames already accepted by ``writeFrame(_:)`` are sent first (for at most ``closeFlushTimeout`` if the peer
     /// does not read), then the connection is closed. A pending read returns `nil`; later reads return `nil` and
     /// later writes throw `.endpointIoError`. Returns once the socket is closed.
-    public func close() async {
+    package func close() async {
         let isFirstClose = state.withLock { state -> Bool in
             defer { state.isClosed = true }
             return !state.isClosed

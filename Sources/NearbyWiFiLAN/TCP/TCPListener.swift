@@ -17,11 +17,11 @@ import NearbyWire
 /// Host `"0.0.0.0"` (the default) listens on every IPv4 address; `"::"` listens on every IPv6 address and, unless
 /// the system sets `net.ipv6.bindv6only`, on every IPv4 address too (dual stack). `SO_REUSEADDR` is set, so a fixed
 /// port can be reused right after a previous listener stopped.
-public final class TCPListener: Sendable {
+package final class TCPListener: Sendable {
     /// The address the listener is bound to, as given to ``bind(host:port:medium:group:logger:onAccept:)``.
-    public let host: String
+    package let host: String
     /// The bound port; the one the system chose when `0` was asked for.
-    public let port: Int
+    package let port: Int
 
     private let serverChannel: any Channel
     private let logger: Logger
@@ -46,7 +46,7 @@ public final class TCPListener: Sendable {
     ///     callee owns the channel and must eventually ``TCPEndpointChannel/close()`` it.
     /// - Throws: ``NearbyWire/NearbyError`` with code `.invalidArgument` for a port outside `0...65535`,
     ///   `.endpointIoError` when the address cannot be bound (in use, not an address of this host, …).
-    public static func bind(
+    package static func bind(
         host: String = "0.0.0.0",
         port: Int = 0,
         medium: MediumKind = .wifiLAN,
@@ -86,7 +86,7 @@ public final class TCPListener: Sendable {
 
     /// Stops accepting connections and closes the listening socket. Channels already accepted stay open.
     /// Idempotent.
-    public func stop() async {
+    package func stop() async {
         do {
             try await serverChannel.close()
             logger.debug("stopped listening")

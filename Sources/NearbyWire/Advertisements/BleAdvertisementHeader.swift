@@ -12,36 +12,36 @@
 ///
 /// ``encodedBytes`` always writes 17 bytes; ``init(decoding:)`` accepts 17, or 15 from older writers without the
 /// PSM. (The reference reader first tries the service data as base64; this type handles raw bytes only.)
-public struct BleAdvertisementHeader: Hashable, Sendable {
+package struct BleAdvertisementHeader: Hashable, Sendable {
     /// The header format version this type reads and writes.
-    public static let version: UInt8 = 2
+    package static let version: UInt8 = 2
     /// The length of the advertisement hash.
-    public static let advertisementHashLength = 4
+    package static let advertisementHashLength = 4
     /// The length of a header without the PSM.
-    public static let lengthWithoutPSM = 15
+    package static let lengthWithoutPSM = 15
     /// The length of a header with the PSM, the one ``encodedBytes`` writes.
-    public static let length = 17
+    package static let length = 17
     /// The largest slot count the 4-bit field holds.
-    public static let maxSlotCount = 15
+    package static let maxSlotCount = 15
 
     private static let extendedAdvertisementFlag: UInt8 = 0x10
 
     /// Whether the advertiser also sends the full advertisement as an extended advertisement.
-    public let supportsExtendedAdvertisement: Bool
+    package let supportsExtendedAdvertisement: Bool
     /// The number of GATT advertisement slots (0…15).
-    public let slotCount: Int
+    package let slotCount: Int
     /// The Bloom filter of advertised service IDs.
-    public let serviceIDBloomFilter: BleServiceIDBloomFilter
+    package let serviceIDBloomFilter: BleServiceIDBloomFilter
     /// The 4-byte hash over the advertised GATT advertisements; it changes whenever they change.
-    public let advertisementHash: [UInt8]
+    package let advertisementHash: [UInt8]
     /// The L2CAP PSM, 0 when there is none (or the header was 15 bytes).
-    public let psm: UInt16
+    package let psm: UInt16
 
     /// Creates a header.
     ///
     /// - Throws: ``NearbyError`` with code ``NearbyError/Code/invalidArgument`` when `slotCount` is outside 0…15
     ///   or `advertisementHash` is not 4 bytes.
-    public init(
+    package init(
         supportsExtendedAdvertisement: Bool,
         slotCount: Int,
         serviceIDBloomFilter: BleServiceIDBloomFilter,
@@ -65,7 +65,7 @@ public struct BleAdvertisementHeader: Hashable, Sendable {
     ///
     /// - Throws: ``NearbyError`` with code ``NearbyError/Code/invalidAdvertisement`` when the length is neither 15
     ///   nor 17 or the version is not 2.
-    public init(decoding bytes: [UInt8]) throws {
+    package init(decoding bytes: [UInt8]) throws {
         var reader = ByteReader(bytes, context: "BLE advertisement header", code: .invalidAdvertisement)
         guard bytes.count == Self.lengthWithoutPSM || bytes.count == Self.length else {
             throw reader.error("expected \(Self.lengthWithoutPSM) or \(Self.length) bytes, got \(bytes.count)")
@@ -85,7 +85,7 @@ public struct BleAdvertisementHeader: Hashable, Sendable {
     }
 
     /// The header's 17 bytes.
-    public var encodedBytes: [UInt8] {
+    package var encodedBytes: [UInt8] {
         var first = Self.version << 5 | UInt8(slotCount)
         if supportsExtendedAdvertisement { first |= Self.extendedAdvertisementFlag }
         return [first] + serviceIDBloomFilter.bytes + advertisementHash + [UInt8(psm >> 8), UInt8(psm & 0xFF)]
@@ -96,7 +96,7 @@ public struct BleAdvertisementHeader: Hashable, Sendable {
     /// Start from the first 4 bytes of SHA-256 of the dummy service ID; then, for each slot's encoded GATT
     /// advertisement in slot order, replace the hash with the first 4 bytes of SHA-256 of (previous hash ‖
     /// advertisement).
-    public static func advertisementHash(dummyServiceID: [UInt8], slotAdvertisements: [[UInt8]]) -> [UInt8] {
+    package static func advertisementHash(dummyServiceID: [UInt8], slotAdvertisements: [[UInt8]]) -> [UInt8] {
         var hash = Array(SHA256Digest.hash(dummyServiceID).prefix(advertisementHashLength))
         for advertisement in slotAdvertisements {
             hash = Array(SHA256Digest.hash(hash + advertisement).prefix(advertisementHashLength))

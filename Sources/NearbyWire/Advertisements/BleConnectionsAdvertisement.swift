@@ -20,9 +20,9 @@
 /// address, its length and bytes.
 ///
 /// Readers, like the reference one, ignore bytes after the last field they know.
-public struct BleConnectionsAdvertisement: Hashable, Sendable {
+package struct BleConnectionsAdvertisement: Hashable, Sendable {
     /// The two layouts.
-    public enum Form: Sendable, Hashable {
+    package enum Form: Sendable, Hashable {
         /// The full layout, for extended advertisements and GATT characteristics.
         case regular
         /// The compact layout for a legacy (31-byte) advertisement.
@@ -30,36 +30,36 @@ public struct BleConnectionsAdvertisement: Hashable, Sendable {
     }
 
     /// The only version this format has (bits 7–5 of the first byte).
-    public static let version: UInt8 = 1
+    package static let version: UInt8 = 1
     /// The longest endpoint info in the regular form.
-    public static let maxEndpointInfoLength = 131
+    package static let maxEndpointInfoLength = 131
     /// The longest endpoint info in the fast form.
-    public static let maxFastEndpointInfoLength = 17
+    package static let maxFastEndpointInfoLength = 17
     /// The length of a Bluetooth MAC address.
-    public static let bluetoothMACAddressLength = 6
+    package static let bluetoothMACAddressLength = 6
     /// The shortest regular advertisement: version/PCP, hash, endpoint ID, length byte and MAC (endpoint info
     /// aside).
-    public static let minimumRegularLength = 1 + 3 + 4 + 1 + 6
+    package static let minimumRegularLength = 1 + 3 + 4 + 1 + 6
     /// The shortest fast advertisement: version/PCP, endpoint ID and length byte (endpoint info aside).
-    public static let minimumFastLength = 1 + 4 + 1
+    package static let minimumFastLength = 1 + 4 + 1
 
     /// Which layout this advertisement uses.
-    public let form: Form
+    package let form: Form
     /// The endpoint's strategy.
-    public let pcp: PCP
+    package let pcp: PCP
     /// The first 3 bytes of SHA-256 of the service ID; empty in the fast form.
-    public let serviceIDHash: [UInt8]
+    package let serviceIDHash: [UInt8]
     /// The advertising endpoint's ID.
-    public let endpointID: EndpointID
+    package let endpointID: EndpointID
     /// The endpoint's opaque name bytes (1…131, or 1…17 in the fast form).
-    public let endpointInfo: [UInt8]
+    package let endpointInfo: [UInt8]
     /// The 6-byte Bluetooth MAC address, or `nil` (written as six zero bytes) when none; always `nil` in the fast
     /// form.
-    public let bluetoothMACAddress: [UInt8]?
+    package let bluetoothMACAddress: [UInt8]?
     /// The UWB address, empty when there is none.
-    public let uwbAddress: [UInt8]
+    package let uwbAddress: [UInt8]
     /// Whether the endpoint can be reached over WebRTC; always `false` in the fast form.
-    public let isWebRTCConnectable: Bool
+    package let isWebRTCConnectable: Bool
 
     private init(
         form: Form, pcp: PCP, serviceIDHash: [UInt8], endpointID: EndpointID, endpointInfo: [UInt8],
@@ -80,7 +80,7 @@ public struct BleConnectionsAdvertisement: Hashable, Sendable {
     /// - Throws: ``NearbyError`` with code ``NearbyError/Code/invalidArgument`` when `serviceIDHash` is not 3
     ///   bytes, `endpointInfo` is empty or longer than 131 bytes, `bluetoothMACAddress` is not 6 bytes, or
     ///   `uwbAddress` is longer than 255 bytes.
-    public static func regular(
+    package static func regular(
         pcp: PCP,
         serviceIDHash: [UInt8],
         endpointID: EndpointID,
@@ -108,7 +108,7 @@ public struct BleConnectionsAdvertisement: Hashable, Sendable {
     ///
     /// - Throws: ``NearbyError`` with code ``NearbyError/Code/invalidArgument`` when `endpointInfo` is empty or
     ///   longer than 17 bytes, or `uwbAddress` is longer than 255 bytes.
-    public static func fast(
+    package static func fast(
         pcp: PCP,
         endpointID: EndpointID,
         endpointInfo: [UInt8],
@@ -127,7 +127,7 @@ public struct BleConnectionsAdvertisement: Hashable, Sendable {
     ///   than the form's minimum, the version is not 1, the PCP is not 1–3, the endpoint ID is not printable ASCII,
     ///   the endpoint info is empty, too long for the form or runs past the end, or a UWB address runs past the
     ///   end.
-    public init(decoding bytes: [UInt8], form: Form) throws {
+    package init(decoding bytes: [UInt8], form: Form) throws {
         let context = form == .fast ? "fast BLE advertisement" : "BLE advertisement"
         var reader = ByteReader(bytes, context: context, code: .invalidAdvertisement)
         let minimumLength = form == .fast ? Self.minimumFastLength : Self.minimumRegularLength
@@ -182,7 +182,7 @@ public struct BleConnectionsAdvertisement: Hashable, Sendable {
     ///
     /// The regular form always ends with the UWB length (0 when there is no address) and the extra byte; the fast
     /// form writes UWB fields only when there is a UWB address.
-    public var encodedBytes: [UInt8] {
+    package var encodedBytes: [UInt8] {
         var bytes: [UInt8] = [Self.version << 5 | pcp.rawValue]
         switch form {
         case .regular:

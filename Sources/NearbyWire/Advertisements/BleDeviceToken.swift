@@ -2,22 +2,22 @@
 ///
 /// The reference implementation derives it as the first 2 bytes of SHA-256 of the decimal string of a random
 /// `UInt32`; ``generate(using:)`` does the same.
-public enum BleDeviceToken {
+package enum BleDeviceToken {
     /// The token's length in bytes.
-    public static let length = 2
+    package static let length = 2
 
     /// The token derived from `seed`: the first 2 bytes of SHA-256 of `String(seed)` (e.g. `"12345"` → `59 94`).
-    public static func derive(from seed: UInt32) -> [UInt8] {
+    package static func derive(from seed: UInt32) -> [UInt8] {
         Array(SHA256Digest.hash(utf8: String(seed)).prefix(length))
     }
 
     /// A new token from a random `UInt32` drawn with `generator`.
-    public static func generate<G: RandomNumberGenerator>(using generator: inout G) -> [UInt8] {
+    package static func generate<G: RandomNumberGenerator>(using generator: inout G) -> [UInt8] {
         derive(from: UInt32.random(in: .min ... .max, using: &generator))
     }
 
     /// A new token from a random `UInt32` drawn with the system's random generator.
-    public static func generate() -> [UInt8] {
+    package static func generate() -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
         return generate(using: &generator)
     }

@@ -13,9 +13,9 @@
 /// Readers follow the reference reader: the device token is read only when two bytes remain after the data, any
 /// byte left after that is an extra-fields mask (in either form), mask bits other than `0x01` and `0x02` are
 /// ignored, and so are bytes after the last known field. Inputs longer than 512 bytes are rejected.
-public struct BleMediumAdvertisement: Hashable, Sendable {
+package struct BleMediumAdvertisement: Hashable, Sendable {
     /// The advertisement format version (bits 7–5 of byte 0).
-    public enum Version: UInt8, Sendable, Hashable, CaseIterable {
+    package enum Version: UInt8, Sendable, Hashable, CaseIterable {
         /// Version 1, accepted on read.
         case v1 = 1
         /// Version 2, the one current implementations write.
@@ -23,7 +23,7 @@ public struct BleMediumAdvertisement: Hashable, Sendable {
     }
 
     /// The BLE socket protocol version (bits 4–2 of byte 0).
-    public enum SocketVersion: UInt8, Sendable, Hashable, CaseIterable {
+    package enum SocketVersion: UInt8, Sendable, Hashable, CaseIterable {
         /// Socket version 1, accepted on read.
         case v1 = 1
         /// Socket version 2, the one current implementations write.
@@ -32,11 +32,11 @@ public struct BleMediumAdvertisement: Hashable, Sendable {
 
     /// The longest regular advertisement in bytes (a GATT characteristic value), and the longest input the
     /// decoder accepts.
-    public static let maxLength = 512
+    package static let maxLength = 512
     /// The longest fast advertisement in bytes.
-    public static let maxFastLength = 27
+    package static let maxFastLength = 27
     /// The length of the device token.
-    public static let deviceTokenLength = 2
+    package static let deviceTokenLength = 2
 
     private static let fastFlag: UInt8 = 0x02
     private static let secondProfileFlag: UInt8 = 0x01
@@ -44,23 +44,23 @@ public struct BleMediumAdvertisement: Hashable, Sendable {
     private static let rxInstantConnectionMaskBit: UInt8 = 0x02
 
     /// The format version.
-    public let version: Version
+    package let version: Version
     /// The socket protocol version.
-    public let socketVersion: SocketVersion
+    package let socketVersion: SocketVersion
     /// Whether this is the fast form (no service-ID hash, 1-byte data length).
-    public let isFast: Bool
+    package let isFast: Bool
     /// The "second profile" flag (bit 0 of byte 0).
-    public let isSecondProfile: Bool
+    package let isSecondProfile: Bool
     /// The first 3 bytes of SHA-256 of the service ID; empty in the fast form.
-    public let serviceIDHash: [UInt8]
+    package let serviceIDHash: [UInt8]
     /// The wrapped bytes, normally a ``BleConnectionsAdvertisement`` of the same form.
-    public let data: [UInt8]
+    package let data: [UInt8]
     /// The 2-byte device token (see ``BleDeviceToken``), or empty when a received advertisement had none.
-    public let deviceToken: [UInt8]
+    package let deviceToken: [UInt8]
     /// The L2CAP PSM from the extra fields, or `nil` when absent.
-    public let psm: UInt16?
+    package let psm: UInt16?
     /// The RX-instant-connection data from the extra fields, or `nil` when absent.
-    public let rxInstantConnectionData: [UInt8]?
+    package let rxInstantConnectionData: [UInt8]?
 
     private init(
         version: Version, socketVersion: SocketVersion, isFast: Bool, isSecondProfile: Bool,
@@ -83,7 +83,7 @@ public struct BleMediumAdvertisement: Hashable, Sendable {
     /// - Throws: ``NearbyError`` with code ``NearbyError/Code/invalidArgument`` when `serviceIDHash` is not 3
     ///   bytes, `deviceToken` is not 2 bytes, `rxInstantConnectionData` is longer than 255 bytes, or the encoded
     ///   advertisement would exceed ``maxLength``.
-    public static func regular(
+    package static func regular(
         version: Version = .v2,
         socketVersion: SocketVersion = .v2,
         serviceIDHash: [UInt8],
@@ -112,7 +112,7 @@ public struct BleMediumAdvertisement: Hashable, Sendable {
     ///
     /// - Throws: ``NearbyError`` with code ``NearbyError/Code/invalidArgument`` when `deviceToken` is not 2 bytes
     ///   or the encoded advertisement would exceed ``maxFastLength`` bytes (so `data` has at most 23 bytes).
-    public static func fast(
+    package static func fast(
         version: Version = .v2,
         socketVersion: SocketVersion = .v2,
         data: [UInt8],
@@ -132,7 +132,7 @@ public struct BleMediumAdvertisement: Hashable, Sendable {
     /// - Throws: ``NearbyError`` with code ``NearbyError/Code/invalidAdvertisement`` when the input is empty or
     ///   longer than ``maxLength``, the version or socket version is not 1 or 2, or the hash, data length, data,
     ///   PSM or RX-instant-connection block runs past the end.
-    public init(decoding bytes: [UInt8]) throws {
+    package init(decoding bytes: [UInt8]) throws {
         var reader = ByteReader(bytes, context: "BLE medium advertisement", code: .invalidAdvertisement)
         guard bytes.count <= Self.maxLength else {
             throw reader.error("expected at most \(Self.maxLength) bytes, got \(bytes.count)")
@@ -184,7 +184,7 @@ public struct BleMediumAdvertisement: Hashable, Sendable {
 
     /// The advertisement's bytes, including the extra-fields block when there is a PSM or RX-instant-connection
     /// data.
-    public var encodedBytes: [UInt8] {
+    package var encodedBytes: [UInt8] {
         var header = version.rawValue << 5 | socketVersion.rawValue << 2
         if isFast { header |= Self.fastFlag }
         if isSecondProfile { header |= Self.secondProfileFlag }

@@ -7,21 +7,21 @@
 ///
 /// Advertisers add each advertised service ID plus a random 128-byte dummy ID, so an empty-looking filter never
 /// reveals that nothing is advertised. Discoverers check `possiblyContains(_:)` for their own service ID.
-public struct BleServiceIDBloomFilter: Hashable, Sendable {
+package struct BleServiceIDBloomFilter: Hashable, Sendable {
     /// The filter's length in bytes.
-    public static let byteCount = 10
+    package static let byteCount = 10
     /// The filter's length in bits.
-    public static let bitCount = byteCount * 8
+    package static let bitCount = byteCount * 8
     /// How many bits each element sets.
-    public static let hashCount = 5
+    package static let hashCount = 5
     /// The length of the random dummy service ID advertisers add.
-    public static let dummyServiceIDLength = 128
+    package static let dummyServiceIDLength = 128
 
     /// The filter's 10 bytes.
-    public private(set) var bytes: [UInt8]
+    package private(set) var bytes: [UInt8]
 
     /// An empty filter.
-    public init() {
+    package init() {
         bytes = [UInt8](repeating: 0, count: Self.byteCount)
     }
 
@@ -29,7 +29,7 @@ public struct BleServiceIDBloomFilter: Hashable, Sendable {
     ///
     /// - Throws: ``NearbyError`` with code ``NearbyError/Code/invalidArgument`` unless `bytes` has exactly
     ///   ``byteCount`` bytes.
-    public init(bytes: [UInt8]) throws {
+    package init(bytes: [UInt8]) throws {
         guard bytes.count == Self.byteCount else {
             throw NearbyError(.invalidArgument, "a service-ID Bloom filter has \(Self.byteCount) bytes, got \(bytes.count)")
         }
@@ -37,7 +37,7 @@ public struct BleServiceIDBloomFilter: Hashable, Sendable {
     }
 
     /// The bit positions (0…79) an element sets.
-    public static func bitPositions(of element: [UInt8]) -> [Int] {
+    package static func bitPositions(of element: [UInt8]) -> [Int] {
         let hash = MurmurHash3.x64Hash128(element, seed: 0).low
         let h1 = UInt32(truncatingIfNeeded: hash)
         let h2 = UInt32(truncatingIfNeeded: hash >> 32)
@@ -49,24 +49,24 @@ public struct BleServiceIDBloomFilter: Hashable, Sendable {
     }
 
     /// Adds an element given as raw bytes (the dummy service ID is random bytes).
-    public mutating func add(_ element: [UInt8]) {
+    package mutating func add(_ element: [UInt8]) {
         for position in Self.bitPositions(of: element) {
             bytes[position / 8] |= 1 << UInt8(position % 8)
         }
     }
 
     /// Adds a service ID (its UTF-8 bytes).
-    public mutating func add(_ serviceID: String) {
+    package mutating func add(_ serviceID: String) {
         add(Array(serviceID.utf8))
     }
 
     /// Whether the element may have been added (`false` means it certainly was not).
-    public func possiblyContains(_ element: [UInt8]) -> Bool {
+    package func possiblyContains(_ element: [UInt8]) -> Bool {
         Self.bitPositions(of: element).allSatisfy { bytes[$0 / 8] & (1 << UInt8($0 % 8)) != 0 }
     }
 
     /// Whether the service ID may have been added (`false` means it certainly was not).
-    public func possiblyContains(_ serviceID: String) -> Bool {
+    package func possiblyContains(_ serviceID: String) -> Bool {
         possiblyContains(Array(serviceID.utf8))
     }
 }

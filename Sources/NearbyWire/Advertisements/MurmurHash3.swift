@@ -2,24 +2,24 @@
 ///
 /// Nearby Connections uses it, with seed 0, for the service-ID Bloom filter in a ``BleAdvertisementHeader``
 /// (see ``BleServiceIDBloomFilter``). It is not a cryptographic hash.
-public enum MurmurHash3 {
+package enum MurmurHash3 {
     /// The 128-bit hash as the two 64-bit words the reference function produces.
     ///
     /// The canonical byte form of the hash is ``low`` then ``high``, each little-endian (see ``bytes``).
-    public struct Hash128: Hashable, Sendable {
+    package struct Hash128: Hashable, Sendable {
         /// The first word (`h1`).
-        public let low: UInt64
+        package let low: UInt64
         /// The second word (`h2`).
-        public let high: UInt64
+        package let high: UInt64
 
         /// Wraps two words.
-        public init(low: UInt64, high: UInt64) {
+        package init(low: UInt64, high: UInt64) {
             self.low = low
             self.high = high
         }
 
         /// The 16 bytes of the hash: ``low`` little-endian, then ``high`` little-endian.
-        public var bytes: [UInt8] {
+        package var bytes: [UInt8] {
             (0..<8).map { UInt8(truncatingIfNeeded: low >> (8 * UInt64($0))) }
                 + (0..<8).map { UInt8(truncatingIfNeeded: high >> (8 * UInt64($0))) }
         }
@@ -29,7 +29,7 @@ public enum MurmurHash3 {
     private static let c2: UInt64 = 0x4cf5_ad43_2745_937f
 
     /// Hashes `bytes` with MurmurHash3_x64_128.
-    public static func x64Hash128(_ bytes: [UInt8], seed: UInt32 = 0) -> Hash128 {
+    package static func x64Hash128(_ bytes: [UInt8], seed: UInt32 = 0) -> Hash128 {
         var h1 = UInt64(seed)
         var h2 = UInt64(seed)
         let blockCount = bytes.count / 16
@@ -70,7 +70,7 @@ public enum MurmurHash3 {
     }
 
     /// Hashes the UTF-8 encoding of `string` with MurmurHash3_x64_128.
-    public static func x64Hash128(utf8 string: String, seed: UInt32 = 0) -> Hash128 {
+    package static func x64Hash128(utf8 string: String, seed: UInt32 = 0) -> Hash128 {
         x64Hash128(Array(string.utf8), seed: seed)
     }
 

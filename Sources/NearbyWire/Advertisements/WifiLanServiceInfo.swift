@@ -16,36 +16,36 @@
 /// ``init(serviceName:)`` accepts 9 or more bytes: the extra byte is optional and so is a UWB address.
 ///
 /// The endpoint info does not travel in the name; it goes in the TXT record (see ``WifiLanTXTRecord``).
-public struct WifiLanServiceInfo: Hashable, Sendable {
+package struct WifiLanServiceInfo: Hashable, Sendable {
     /// The only version this format has (bits 7–5 of the first byte).
-    public static let version: UInt8 = 1
+    package static let version: UInt8 = 1
 
     /// The fewest decoded bytes a reader accepts.
-    public static let minimumDecodedLength = 9
+    package static let minimumDecodedLength = 9
 
     /// The length of the bytes ``encodedBytes`` writes when there is no UWB address.
-    public static let encodedLengthWithoutUwbAddress = 10
+    package static let encodedLengthWithoutUwbAddress = 10
 
     /// The longest UWB address that keeps the instance name within a 63-byte DNS label.
-    public static let maxUwbAddressLength = 37
+    package static let maxUwbAddressLength = 37
 
     /// The endpoint's strategy.
-    public let pcp: PCP
+    package let pcp: PCP
     /// The advertising endpoint's ID.
-    public let endpointID: EndpointID
+    package let endpointID: EndpointID
     /// The first 3 bytes of SHA-256 of the service ID.
-    public let serviceIDHash: [UInt8]
+    package let serviceIDHash: [UInt8]
     /// The UWB address, empty when there is none.
-    public let uwbAddress: [UInt8]
+    package let uwbAddress: [UInt8]
     /// Whether the endpoint can be reached over WebRTC (extra-field bit 0). `false` when a received name has no
     /// extra byte.
-    public let isWebRTCConnectable: Bool
+    package let isWebRTCConnectable: Bool
 
     /// Creates the advertisement from its fields.
     ///
     /// - Throws: ``NearbyError`` with code ``NearbyError/Code/invalidArgument`` when `serviceIDHash` is not 3 bytes
     ///   or `uwbAddress` is longer than ``maxUwbAddressLength``.
-    public init(
+    package init(
         pcp: PCP,
         endpointID: EndpointID,
         serviceIDHash: [UInt8],
@@ -66,7 +66,7 @@ public struct WifiLanServiceInfo: Hashable, Sendable {
     }
 
     /// Creates the advertisement for a service ID, hashing it.
-    public init(pcp: PCP, endpointID: EndpointID, serviceID: String, isWebRTCConnectable: Bool = false) {
+    package init(pcp: PCP, endpointID: EndpointID, serviceID: String, isWebRTCConnectable: Bool = false) {
         self.pcp = pcp
         self.endpointID = endpointID
         self.serviceIDHash = ServiceIDHash.advertisementHash(serviceID: serviceID)
@@ -79,7 +79,7 @@ public struct WifiLanServiceInfo: Hashable, Sendable {
     /// - Throws: ``NearbyError`` with code ``NearbyError/Code/invalidAdvertisement`` when the name is not URL-safe
     ///   base64, decodes to fewer than 9 bytes, has a version other than 1, a PCP outside 1–3, an endpoint ID that
     ///   is not printable ASCII, or a UWB length running past the end.
-    public init(serviceName: String) throws {
+    package init(serviceName: String) throws {
         let bytes: [UInt8]
         do {
             bytes = try WebSafeBase64.decode(serviceName)
@@ -92,7 +92,7 @@ public struct WifiLanServiceInfo: Hashable, Sendable {
     /// Decodes the raw (already base64-decoded) bytes of a service instance name.
     ///
     /// - Throws: ``NearbyError`` with code ``NearbyError/Code/invalidAdvertisement``; see ``init(serviceName:)``.
-    public init(decoding bytes: [UInt8]) throws {
+    package init(decoding bytes: [UInt8]) throws {
         var reader = ByteReader(bytes, context: "Wi-Fi LAN service name", code: .invalidAdvertisement)
         guard bytes.count >= Self.minimumDecodedLength else {
             throw reader.error("expected at least \(Self.minimumDecodedLength) bytes, got \(bytes.count)")
@@ -121,7 +121,7 @@ public struct WifiLanServiceInfo: Hashable, Sendable {
     }
 
     /// The raw bytes: 10 of them when there is no UWB address.
-    public var encodedBytes: [UInt8] {
+    package var encodedBytes: [UInt8] {
         var bytes: [UInt8] = [Self.version << 5 | pcp.rawValue]
         bytes += endpointID.asciiBytes
         bytes += serviceIDHash
@@ -134,12 +134,12 @@ public struct WifiLanServiceInfo: Hashable, Sendable {
     /// The DNS-SD service instance name: ``encodedBytes`` in URL-safe base64 without padding.
     ///
     /// PCP 3, endpoint `ABCD`, service `NearbySharing` → `I0FCQ0T8n14AAA`.
-    public var serviceName: String {
+    package var serviceName: String {
         WebSafeBase64.encode(encodedBytes)
     }
 
     /// Whether the advertisement's service-ID hash is that of `serviceID` (discoverers ignore the others).
-    public func matches(serviceID: String) -> Bool {
+    package func matches(serviceID: String) -> Bool {
         serviceIDHash == ServiceIDHash.advertisementHash(serviceID: serviceID)
     }
 }

@@ -2,18 +2,18 @@
 ///
 /// The endpoint info (the advertiser's opaque name bytes, at most 131 of them) travels only here, under key `n`,
 /// as URL-safe base64 without padding. 131 bytes encode to 175 characters, within a TXT string's 255-byte limit.
-public enum WifiLanTXTRecord {
+package enum WifiLanTXTRecord {
     /// The TXT key holding the endpoint info.
-    public static let endpointInfoKey = "n"
+    package static let endpointInfoKey = "n"
 
     /// The longest endpoint info, in bytes, an advertisement may carry.
-    public static let maxEndpointInfoLength = 131
+    package static let maxEndpointInfoLength = 131
 
     /// Encodes endpoint info as the value of key ``endpointInfoKey``.
     ///
     /// - Throws: ``NearbyError`` with code ``NearbyError/Code/invalidArgument`` when `endpointInfo` is longer than
     ///   ``maxEndpointInfoLength`` bytes.
-    public static func encodeEndpointInfo(_ endpointInfo: [UInt8]) throws -> String {
+    package static func encodeEndpointInfo(_ endpointInfo: [UInt8]) throws -> String {
         guard endpointInfo.count <= maxEndpointInfoLength else {
             throw NearbyError(.invalidArgument, "endpoint info has at most \(maxEndpointInfoLength) bytes, got \(endpointInfo.count)")
         }
@@ -24,7 +24,7 @@ public enum WifiLanTXTRecord {
     ///
     /// - Throws: ``NearbyError`` with code ``NearbyError/Code/invalidAdvertisement`` when `value` is not URL-safe
     ///   base64 or decodes to more than ``maxEndpointInfoLength`` bytes.
-    public static func decodeEndpointInfo(_ value: String) throws -> [UInt8] {
+    package static func decodeEndpointInfo(_ value: String) throws -> [UInt8] {
         let endpointInfo: [UInt8]
         do {
             endpointInfo = try WebSafeBase64.decode(value)

@@ -1,9 +1,9 @@
 /// Lower-case hexadecimal text for bytes, as the CLI prints endpoint info and digests.
-public enum Hex {
+package enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
 
     /// `bytes` as lower-case hex, two characters per byte.
-    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+    package static func encode(_ bytes: some Sequence<UInt8>) -> String {
         var out = [UInt8]()
         for byte in bytes {
             out.append(digits[Int(byte >> 4)])
@@ -14,7 +14,7 @@ public enum Hex {
 
     /// The bytes spelled by `text` (upper or lower case, no separators).
     /// - Throws: ``NearbyError/Code-swift.struct/invalidArgument`` for an odd length or a non-hex character.
-    public static func decode(_ text: String) throws(NearbyError) -> [UInt8] {
+    package static func decode(_ text: String) throws(NearbyError) -> [UInt8] {
         let characters = Array(text.utf8)
         guard characters.count % 2 == 0 else {
             throw NearbyError(.invalidArgument, "hex text has an odd number of characters")

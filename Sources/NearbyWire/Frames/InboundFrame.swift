@@ -5,7 +5,7 @@ import SwiftProtobuf
 ///
 /// Produced by ``OfflineFrameParser/parse(_:)``. Frame types the engine does not act on are kept as
 /// ``other(_:_:)`` so callers can log and ignore them instead of dropping the endpoint.
-public enum InboundFrame: Sendable {
+package enum InboundFrame: Sendable {
     /// The requester's first (plaintext) frame on a new socket.
     case connectionRequest(ProtoConnectionRequestFrame)
     /// One side's accept or reject decision.
@@ -22,7 +22,7 @@ public enum InboundFrame: Sendable {
     case other(ProtoV1Frame.FrameType, ProtoV1Frame)
 
     /// The frame's type tag.
-    public var frameType: ProtoV1Frame.FrameType {
+    package var frameType: ProtoV1Frame.FrameType {
         switch self {
         case .connectionRequest: .connectionRequest
         case .connectionResponse: .connectionResponse
@@ -36,13 +36,13 @@ public enum InboundFrame: Sendable {
 }
 
 /// Parses and validates received `OfflineFrame` bytes.
-public enum OfflineFrameParser {
+package enum OfflineFrameParser {
     /// Parses `bytes` as an `OfflineFrame`, requires version V1 with a known frame type and its sub-message, and
     /// applies the receive rules of ``OfflineFrameValidator``.
     ///
     /// - Throws: ``NearbyError/Code-swift.struct/malformedMessage`` when the bytes are not an `OfflineFrame`;
     ///   ``NearbyError/Code-swift.struct/invalidFrame`` when a rule is broken.
-    public static func parse(_ bytes: some Collection<UInt8>, policy: OfflineFrameValidator.Policy = .init())
+    package static func parse(_ bytes: some Collection<UInt8>, policy: OfflineFrameValidator.Policy = .init())
         throws(NearbyError) -> InboundFrame
     {
         let frame: ProtoOfflineFrame
@@ -55,7 +55,7 @@ public enum OfflineFrameParser {
     }
 
     /// Classifies and validates an already-decoded frame.
-    public static func classify(_ frame: ProtoOfflineFrame, policy: OfflineFrameValidator.Policy = .init())
+    package static func classify(_ frame: ProtoOfflineFrame, policy: OfflineFrameValidator.Policy = .init())
         throws(NearbyError) -> InboundFrame
     {
         guard frame.hasVersion, frame.version == .v1, frame.hasV1 else {

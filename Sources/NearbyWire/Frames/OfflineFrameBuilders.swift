@@ -6,26 +6,26 @@ import SwiftProtobuf
 /// Every builder sets `version = V1` and the `V1Frame` type tag, and fills fields the way reference peers expect
 /// them (for example: a connection request always carries its endpoint info in both `endpoint_name` and
 /// `endpoint_info`, and its mediums explicitly).
-public enum OfflineFrames {
+package enum OfflineFrames {
     /// Everything a requester says about itself in its first frame.
-    public struct ConnectionRequest: Sendable, Hashable {
+    package struct ConnectionRequest: Sendable, Hashable {
         /// The requester's 4-character endpoint ID.
-        public var endpointID: String
+        package var endpointID: String
         /// The requester's endpoint info (≤ 131 bytes by convention), sent in fields 2 and 6.
-        public var endpointInfo: [UInt8]
+        package var endpointInfo: [UInt8]
         /// A random tie-breaker for simultaneous connections.
-        public var nonce: Int32
+        package var nonce: Int32
         /// The mediums the requester can upgrade to, in priority order. Always sent explicitly.
-        public var mediums: [ProtoConnectionRequestFrame.Medium]
+        package var mediums: [ProtoConnectionRequestFrame.Medium]
         /// The keep-alive interval the requester wants, in milliseconds; 0 leaves it out.
-        public var keepAliveIntervalMillis: Int32
+        package var keepAliveIntervalMillis: Int32
         /// The keep-alive timeout the requester wants, in milliseconds; 0 leaves it out.
-        public var keepAliveTimeoutMillis: Int32
+        package var keepAliveTimeoutMillis: Int32
         /// Whether this device's Wi-Fi supports 5 GHz.
-        public var supports5GHz: Bool
+        package var supports5GHz: Bool
 
         /// Creates a request description.
-        public init(
+        package init(
             endpointID: String, endpointInfo: [UInt8], nonce: Int32,
             mediums: [ProtoConnectionRequestFrame.Medium],
             keepAliveIntervalMillis: Int32 = 0, keepAliveTimeoutMillis: Int32 = 0, supports5GHz: Bool = false
@@ -41,10 +41,10 @@ public enum OfflineFrames {
     }
 
     /// The legacy `status` integer peers expect in a rejecting response.
-    public static let legacyRejectedStatus: Int32 = 9
+    package static let legacyRejectedStatus: Int32 = 9
 
     /// A `CONNECTION_REQUEST` frame.
-    public static func connectionRequest(_ request: ConnectionRequest) -> ProtoOfflineFrame {
+    package static func connectionRequest(_ request: ConnectionRequest) -> ProtoOfflineFrame {
         var frame = ProtoConnectionRequestFrame()
         frame.endpointID = request.endpointID
         frame.endpointName = Data(request.endpointInfo)
@@ -66,7 +66,7 @@ public enum OfflineFrames {
 
     /// A `CONNECTION_RESPONSE` frame: accept or reject, with `safe_to_disconnect_version` 0 so peers stay out of
     /// the safe-disconnect, payload-ack and auto-resume protocols.
-    public static func connectionResponse(accept: Bool) -> ProtoOfflineFrame {
+    package static func connectionResponse(accept: Bool) -> ProtoOfflineFrame {
         var frame = ProtoConnectionResponseFrame()
         frame.status = accept ? 0 : legacyRejectedStatus
         frame.response = accept ? .accept : .reject
@@ -76,7 +76,7 @@ public enum OfflineFrames {
     }
 
     /// A `PAYLOAD_TRANSFER` DATA frame. A last chunk carries no body.
-    public static func payloadData(
+    package static func payloadData(
         header: ProtoPayloadTransferFrame.PayloadHeader, offset: Int64, body: Data?, index: Int32, isLast: Bool
     ) -> ProtoOfflineFrame {
         var chunk = ProtoPayloadTransferFrame.PayloadChunk()
@@ -92,7 +92,7 @@ public enum OfflineFrames {
     }
 
     /// A `PAYLOAD_TRANSFER` CONTROL frame (cancel or error) for the payload described by `header`.
-    public static func payloadControl(
+    package static func payloadControl(
         header: ProtoPayloadTransferFrame.PayloadHeader,
         event: ProtoPayloadTransferFrame.ControlMessage.EventType, offset: Int64
     ) -> ProtoOfflineFrame {
@@ -107,7 +107,7 @@ public enum OfflineFrames {
     }
 
     /// A payload header.
-    public static func payloadHeader(
+    package static func payloadHeader(
         id: Int64, type: ProtoPayloadTransferFrame.PayloadHeader.PayloadType, totalSize: Int64,
         fileName: String? = nil, parentFolder: String? = nil, lastModifiedMillis: Int64? = nil
     ) -> ProtoPayloadTransferFrame.PayloadHeader {
@@ -122,7 +122,7 @@ public enum OfflineFrames {
     }
 
     /// A `KEEP_ALIVE` frame or its acknowledgement.
-    public static func keepAlive(ack: Bool, sequenceNumber: UInt32) -> ProtoOfflineFrame {
+    package static func keepAlive(ack: Bool, sequenceNumber: UInt32) -> ProtoOfflineFrame {
         var frame = ProtoKeepAliveFrame()
         frame.ack = ack
         frame.seqNum = sequenceNumber
@@ -130,7 +130,7 @@ public enum OfflineFrames {
     }
 
     /// A `DISCONNECTION` frame outside the safe-to-disconnect protocol (both flags false).
-    public static func disconnection() -> ProtoOfflineFrame {
+    package static func disconnection() -> ProtoOfflineFrame {
         var frame = ProtoDisconnectionFrame()
         frame.requestSafeToDisconnect = false
         frame.ackSafeToDisconnect = false
@@ -139,7 +139,7 @@ public enum OfflineFrames {
 
     /// A bandwidth upgrade offer to move to Wi-Fi LAN at the given addresses (4 or 16 bytes each) and port: an
     /// `UPGRADE_PATH_AVAILABLE` carrying ``wifiLanUpgradePath(addresses:port:supportsDisablingEncryption:)``.
-    public static func upgradePathAvailableWifiLan(
+    package static func upgradePathAvailableWifiLan(
         addresses: [[UInt8]], port: Int32, supportsDisablingEncryption: Bool = false
     ) -> ProtoOfflineFrame {
         upgradePathAvailable(
@@ -149,7 +149,7 @@ public enum OfflineFrames {
     /// The WIFI_LAN upgrade path at the given addresses (4 or 16 bytes each, IPv6 listed first) and port, with
     /// `supports_client_introduction_ack` set. The legacy `ip_address`/`wifi_port` fields are filled from the last
     /// IPv4 candidate, for old peers.
-    public static func wifiLanUpgradePath(
+    package static func wifiLanUpgradePath(
         addresses: [[UInt8]], port: Int32, supportsDisablingEncryption: Bool = false
     ) -> ProtoBandwidthUpgradeNegotiationFrame.UpgradePathInfo {
         var socket = ProtoBandwidthUpgradeNegotiationFrame.UpgradePathInfo.WifiLanSocket()
@@ -173,21 +173,21 @@ public enum OfflineFrames {
     }
 
     /// A bandwidth upgrade offer for any path (`UPGRADE_PATH_AVAILABLE`).
-    public static func upgradePathAvailable(
+    package static func upgradePathAvailable(
         _ info: ProtoBandwidthUpgradeNegotiationFrame.UpgradePathInfo
     ) -> ProtoOfflineFrame {
         bandwidthUpgrade(.upgradePathAvailable) { $0.upgradePathInfo = info }
     }
 
     /// The answer to an upgrade offer that cannot be taken: `UPGRADE_FAILURE` echoing the offered path.
-    public static func upgradeFailure(
+    package static func upgradeFailure(
         _ info: ProtoBandwidthUpgradeNegotiationFrame.UpgradePathInfo
     ) -> ProtoOfflineFrame {
         bandwidthUpgrade(.upgradeFailure) { $0.upgradePathInfo = info }
     }
 
     /// The responder's first (plaintext) frame on the new socket of an upgrade.
-    public static func clientIntroduction(
+    package static func clientIntroduction(
         endpointID: String, lastEndpointID: String? = nil, supportsDisablingEncryption: Bool = false
     ) -> ProtoOfflineFrame {
         var introduction = ProtoBandwidthUpgradeNegotiationFrame.ClientIntroduction()
@@ -198,26 +198,26 @@ public enum OfflineFrames {
     }
 
     /// The initiator's (plaintext) acknowledgement of a client introduction.
-    public static func clientIntroductionAck() -> ProtoOfflineFrame {
+    package static func clientIntroductionAck() -> ProtoOfflineFrame {
         bandwidthUpgrade(.clientIntroductionAck) {
             $0.clientIntroductionAck = ProtoBandwidthUpgradeNegotiationFrame.ClientIntroductionAck()
         }
     }
 
     /// Says that nothing more will be written to the prior channel.
-    public static func lastWriteToPriorChannel() -> ProtoOfflineFrame {
+    package static func lastWriteToPriorChannel() -> ProtoOfflineFrame {
         bandwidthUpgrade(.lastWriteToPriorChannel) { _ in }
     }
 
     /// Says the prior channel may be closed.
-    public static func safeToClosePriorChannel() -> ProtoOfflineFrame {
+    package static func safeToClosePriorChannel() -> ProtoOfflineFrame {
         bandwidthUpgrade(.safeToClosePriorChannel) {
             $0.safeToClosePriorChannel = ProtoBandwidthUpgradeNegotiationFrame.SafeToClosePriorChannel()
         }
     }
 
     /// Serializes a frame for the wire.
-    public static func serialize(_ frame: ProtoOfflineFrame) -> [UInt8] {
+    package static func serialize(_ frame: ProtoOfflineFrame) -> [UInt8] {
         // OfflineFrame has no required fields, so serialization cannot fail.
         do {
             return try frame.serializedBytes()

@@ -6,32 +6,32 @@ import Foundation
 /// the reference implementation's validator: connection requests need an endpoint ID and name; payload transfers
 /// need a header, a sane total size, legal file names and in-range offsets; bandwidth upgrade offers need usable
 /// credentials for their medium.
-public enum OfflineFrameValidator {
+package enum OfflineFrameValidator {
     /// Choices that differ between production and test setups.
-    public struct Policy: Sendable, Hashable {
+    package struct Policy: Sendable, Hashable {
         /// Accept loopback and link-local addresses in a Wi-Fi LAN upgrade path. Peers reject them; tests that run
         /// on loopback only need them.
-        public var allowsLoopbackUpgradeAddresses: Bool
+        package var allowsLoopbackUpgradeAddresses: Bool
 
         /// Creates a policy; the default is the strict one peers use.
-        public init(allowsLoopbackUpgradeAddresses: Bool = false) {
+        package init(allowsLoopbackUpgradeAddresses: Bool = false) {
             self.allowsLoopbackUpgradeAddresses = allowsLoopbackUpgradeAddresses
         }
     }
 
     /// Characters a received file name must not contain (besides NUL).
-    public static let illegalFileNameFragments = [":", "/", "\\"]
+    package static let illegalFileNameFragments = [":", "/", "\\"]
     /// Fragments a received parent folder must not contain (besides NUL).
-    public static let illegalParentFolderFragments = [":", ".."]
+    package static let illegalParentFolderFragments = [":", ".."]
 
     /// Requires a non-empty `endpoint_id` and `endpoint_name`.
-    public static func validate(_ request: ProtoConnectionRequestFrame) throws(NearbyError) {
+    package static func validate(_ request: ProtoConnectionRequestFrame) throws(NearbyError) {
         guard !request.endpointID.isEmpty else { throw invalid("connection request has no endpoint_id") }
         guard !request.endpointName.isEmpty else { throw invalid("connection request has no endpoint_name") }
     }
 
     /// Applies the payload transfer rules.
-    public static func validate(_ frame: ProtoPayloadTransferFrame) throws(NearbyError) {
+    package static func validate(_ frame: ProtoPayloadTransferFrame) throws(NearbyError) {
         guard frame.hasPayloadHeader else { throw invalid("payload transfer has no payload_header") }
         let header = frame.payloadHeader
         if frame.packetType == .payloadAck {
@@ -75,7 +75,7 @@ public enum OfflineFrameValidator {
 
     /// Applies the bandwidth upgrade rules: offers need credentials valid for their medium, introductions an
     /// endpoint ID.
-    public static func validate(_ frame: ProtoBandwidthUpgradeNegotiationFrame, policy: Policy = .init())
+    package static func validate(_ frame: ProtoBandwidthUpgradeNegotiationFrame, policy: Policy = .init())
         throws(NearbyError)
     {
         guard frame.hasEventType else { throw invalid("bandwidth upgrade frame has no event_type") }
@@ -180,7 +180,7 @@ public enum OfflineFrameValidator {
 
     /// Whether peers refuse this address (4 or 16 bytes) in a Wi-Fi LAN upgrade path: anything but a unicast
     /// address of another host (see ``UpgradeAddressRules``).
-    public static func isRefusedUpgradeAddress(_ address: [UInt8]) -> Bool {
+    package static func isRefusedUpgradeAddress(_ address: [UInt8]) -> Bool {
         UpgradeAddressRules.refusal(address) != nil
     }
 

@@ -7,12 +7,12 @@
 /// with more than ``maxCandidates`` candidates. A subnet's directed broadcast address (e.g. `192.168.1.255/24`)
 /// cannot be told apart from a host address without knowing the peer's prefix length, so it is not refused here;
 /// the kernel refuses a TCP connect to it anyway.
-public enum UpgradeAddressRules {
+package enum UpgradeAddressRules {
     /// The most address candidates one upgrade path may offer; the reference offers one per local address.
-    public static let maxCandidates = 16
+    package static let maxCandidates = 16
 
     /// Why an address is refused.
-    public enum Refusal: String, Sendable, Hashable, CustomStringConvertible {
+    package enum Refusal: String, Sendable, Hashable, CustomStringConvertible {
         /// Neither 4 nor 16 bytes.
         case malformed = "not 4 or 16 bytes"
         /// `0.0.0.0/8` or `::` (a connect to it reaches this host).
@@ -31,15 +31,15 @@ public enum UpgradeAddressRules {
         case ipv4Compatible = "IPv4-compatible IPv6"
 
         /// Whether ``OfflineFrameValidator/Policy/allowsLoopbackUpgradeAddresses`` lets this one through.
-        public var isLoopbackOrLinkLocal: Bool { self == .loopback || self == .linkLocal }
+        package var isLoopbackOrLinkLocal: Bool { self == .loopback || self == .linkLocal }
 
         /// The reason, for messages.
-        public var description: String { rawValue }
+        package var description: String { rawValue }
     }
 
     /// Why `address` (4 or 16 bytes, network order) must not be connected to for an upgrade, or `nil` when it is a
     /// unicast address of some other host.
-    public static func refusal(_ address: some Collection<UInt8>) -> Refusal? {
+    package static func refusal(_ address: some Collection<UInt8>) -> Refusal? {
         let bytes = Array(address)
         switch bytes.count {
         case 4:

@@ -6,15 +6,15 @@ import NIOCore
 /// Rules are those of ``LengthPrefixFraming``: a negative length or one above
 /// ``LengthPrefixFraming/maxFrameLength`` throws ``NearbyError/Code-swift.struct/invalidFraming`` as soon as the
 /// prefix arrives, and a stream that ends inside a frame throws the same code, so the pipeline can drop the endpoint.
-public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder, Sendable {
+package struct LengthPrefixedFrameDecoder: ByteToMessageDecoder, Sendable {
     /// Each decoded frame body.
-    public typealias InboundOut = ByteBuffer
+    package typealias InboundOut = ByteBuffer
 
     /// Creates a decoder.
-    public init() {}
+    package init() {}
 
     /// Decodes one frame if a whole one is buffered.
-    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+    package mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         guard let prefix = buffer.getInteger(at: buffer.readerIndex, endianness: .big, as: Int32.self) else {
             return .needMoreData
         }
@@ -30,7 +30,7 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder, Sendable {
     }
 
     /// Decodes what is left when the stream ends; leftover bytes mean a truncated frame.
-    public mutating func decodeLast(
+    package mutating func decodeLast(
         context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool
     ) throws -> DecodingState {
         while try decode(context: context, buffer: &buffer) == .continue {}
@@ -46,15 +46,15 @@ public struct LengthPrefixedFrameDecoder: ByteToMessageDecoder, Sendable {
 /// A SwiftNIO encoder that writes each outbound `ByteBuffer` as one frame: its length as 4 big-endian bytes, then
 /// the bytes. Bodies longer than ``LengthPrefixFraming/maxFrameLength`` are refused with
 /// ``NearbyError/Code-swift.struct/invalidFraming``.
-public struct LengthPrefixedFrameEncoder: MessageToByteEncoder, Sendable {
+package struct LengthPrefixedFrameEncoder: MessageToByteEncoder, Sendable {
     /// A frame body.
-    public typealias OutboundIn = ByteBuffer
+    package typealias OutboundIn = ByteBuffer
 
     /// Creates an encoder.
-    public init() {}
+    package init() {}
 
     /// Writes the prefix and the body.
-    public func encode(data: ByteBuffer, out: inout ByteBuffer) throws {
+    package func encode(data: ByteBuffer, out: inout ByteBuffer) throws {
         try LengthPrefixFraming.checkLength(data.readableBytes)
         out.reserveCapacity(minimumWritableBytes: LengthPrefixFraming.prefixLength + data.readableBytes)
         out.writeInteger(Int32(data.readableBytes), endianness: .big)

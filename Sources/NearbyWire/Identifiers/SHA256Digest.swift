@@ -12,39 +12,39 @@ import Crypto
 /// ```swift
 /// let digest = SHA256Digest.hash(Array("abc".utf8))   // 32 bytes, ba7816bf…
 /// ```
-public struct SHA256Digest: Sendable {
+package struct SHA256Digest: Sendable {
     /// The length of a SHA-256 digest in bytes.
-    public static let byteCount = SHA256.byteCount
+    package static let byteCount = SHA256.byteCount
 
     /// The length of one SHA-256 message block in bytes.
-    public static let blockByteCount = SHA256.blockByteCount
+    package static let blockByteCount = SHA256.blockByteCount
 
     private var hasher = SHA256()
 
     /// Creates a hasher with nothing fed to it yet.
-    public init() {}
+    package init() {}
 
     /// Returns the SHA-256 digest (32 bytes) of `bytes`.
-    public static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
+    package static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
         var hasher = SHA256Digest()
         hasher.update(bytes)
         return hasher.finalize()
     }
 
     /// Returns the SHA-256 digest (32 bytes) of the UTF-8 encoding of `string`.
-    public static func hash(utf8 string: String) -> [UInt8] {
+    package static func hash(utf8 string: String) -> [UInt8] {
         hash(Array(string.utf8))
     }
 
     /// Feeds more message bytes to the hasher.
-    public mutating func update(_ bytes: some Sequence<UInt8>) {
+    package mutating func update(_ bytes: some Sequence<UInt8>) {
         hasher.update(data: Array(bytes))
     }
 
     /// Returns the 32-byte digest of everything fed so far.
     ///
     /// The hasher is consumed: call this once, on a copy if you need to continue.
-    public consuming func finalize() -> [UInt8] {
+    package consuming func finalize() -> [UInt8] {
         Array(hasher.finalize())
     }
 }

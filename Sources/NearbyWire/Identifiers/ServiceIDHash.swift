@@ -4,17 +4,17 @@
 /// prefix of its SHA-256 instead:
 /// * 3 bytes (``advertisementHash(serviceID:)``) in Wi-Fi LAN service names and BLE advertisements;
 /// * 6 bytes, in uppercase hex, in the Wi-Fi LAN DNS-SD service type (``wifiLanServiceType(serviceID:)``).
-public enum ServiceIDHash {
+package enum ServiceIDHash {
     /// The length of the service-ID hash inside advertisements.
-    public static let advertisementHashLength = 3
+    package static let advertisementHashLength = 3
 
     /// The number of hash bytes that make up the Wi-Fi LAN service type.
-    public static let wifiLanServiceTypeHashLength = 6
+    package static let wifiLanServiceTypeHashLength = 6
 
     /// The first `count` bytes of SHA-256 of the UTF-8 encoding of `serviceID`.
     ///
     /// - Throws: ``NearbyError`` with code ``NearbyError/Code/invalidArgument`` unless `count` is in `0...32`.
-    public static func sha256Prefix(_ serviceID: String, count: Int) throws -> [UInt8] {
+    package static func sha256Prefix(_ serviceID: String, count: Int) throws -> [UInt8] {
         guard (0...SHA256Digest.byteCount).contains(count) else {
             throw NearbyError(.invalidArgument, "a SHA-256 prefix has 0 to \(SHA256Digest.byteCount) bytes, asked for \(count)")
         }
@@ -24,12 +24,12 @@ public enum ServiceIDHash {
     /// The 3-byte service-ID hash carried by Wi-Fi LAN service names and BLE advertisements.
     ///
     /// `NearbySharing` → `FC 9F 5E`.
-    public static func advertisementHash(serviceID: String) -> [UInt8] {
+    package static func advertisementHash(serviceID: String) -> [UInt8] {
         Array(SHA256Digest.hash(utf8: serviceID).prefix(advertisementHashLength))
     }
 
     /// The Wi-Fi LAN (DNS-SD) service type for `serviceID`.
-    public static func wifiLanServiceType(serviceID: String) -> WifiLanServiceType {
+    package static func wifiLanServiceType(serviceID: String) -> WifiLanServiceType {
         WifiLanServiceType(serviceID: serviceID)
     }
 }
@@ -39,32 +39,32 @@ public enum ServiceIDHash {
 /// The type is `"_" + uppercase hex(first 6 bytes of SHA-256(service ID)) + "._tcp"` in the `local` domain; for
 /// `NearbySharing` it is `_FC9F5ED42C8A._tcp`. mDNS APIs such as Avahi take the form without a trailing dot
 /// (``name``); the reference implementation formats it with one (``nameWithTrailingDot``).
-public struct WifiLanServiceType: Hashable, Sendable, CustomStringConvertible {
+package struct WifiLanServiceType: Hashable, Sendable, CustomStringConvertible {
     /// The DNS-SD domain Nearby Connections uses.
-    public static let domain = "local"
+    package static let domain = "local"
 
     /// The service ID this type was derived from.
-    public let serviceID: String
+    package let serviceID: String
 
     /// The first 6 bytes of SHA-256 of the service ID.
-    public let hash: [UInt8]
+    package let hash: [UInt8]
 
     /// Derives the service type of `serviceID`.
-    public init(serviceID: String) {
+    package init(serviceID: String) {
         self.serviceID = serviceID
         self.hash = Array(SHA256Digest.hash(utf8: serviceID).prefix(ServiceIDHash.wifiLanServiceTypeHashLength))
     }
 
     /// The type without a trailing dot, e.g. `_FC9F5ED42C8A._tcp`, as Avahi and most mDNS APIs expect it.
-    public var name: String {
+    package var name: String {
         "_" + hash.map(Self.uppercaseHex).joined() + "._tcp"
     }
 
     /// The type with a trailing dot, e.g. `_FC9F5ED42C8A._tcp.`, as the reference implementation formats it.
-    public var nameWithTrailingDot: String { name + "." }
+    package var nameWithTrailingDot: String { name + "." }
 
     /// The same as ``name``.
-    public var description: String { name }
+    package var description: String { name }
 
     private static func uppercaseHex(_ byte: UInt8) -> String {
         let digits = Array("0123456789ABCDEF")

@@ -4,7 +4,7 @@
 /// the TXT record value `n`, the Bluetooth device name and the 5-character authentication token. The reference
 /// implementation (absl `WebSafeBase64Escape`) writes it **without** `=` padding, and reads it with or without
 /// padding; ``encode(_:)`` and ``decode(_:)`` do the same.
-public enum WebSafeBase64 {
+package enum WebSafeBase64 {
     private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// Maps an ASCII byte to its 6-bit value, or `0xFF` when it is not in the alphabet.
@@ -22,7 +22,7 @@ public enum WebSafeBase64 {
     ///
     /// Three bytes become four characters; a final group of one or two bytes becomes two or three characters.
     /// For example the bytes `FB FF` encode as `"-_8"`.
-    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+    package static func encode(_ bytes: some Sequence<UInt8>) -> String {
         let input = Array(bytes)
         var output: [UInt8] = []
         output.reserveCapacity((input.count * 4 + 2) / 3)
@@ -62,7 +62,7 @@ public enum WebSafeBase64 {
     /// - Throws: ``NearbyError`` with code ``NearbyError/Code/invalidArgument`` when `string` is not valid
     ///   URL-safe base64. Callers that decode data received from a peer usually rethrow it under a more
     ///   specific code.
-    public static func decode(_ string: String) throws -> [UInt8] {
+    package static func decode(_ string: String) throws -> [UInt8] {
         var characters = Array(string.utf8)
 
         var paddingCount = 0
