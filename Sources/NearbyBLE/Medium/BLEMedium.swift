@@ -11,7 +11,7 @@ import NearbyWire
 /// info uses the regular form with the PSM in its extra fields on an extended advertising set. Discovery decodes
 /// both forms from legacy and extended reports, reports an endpoint found once and lost when it has not been seen
 /// for ``Configuration/lostTimeout`` (one timer per advertiser, no polling).
-public final class BLEMedium: Medium {
+public final class BLEMedium: MediumDriver {
     /// Medium settings.
     public struct Configuration: Sendable {
         /// The controller.

@@ -76,7 +76,7 @@ public actor EndpointSession {
         channel: any EndpointChannel, machine: ConnectionStateMachine, keepAlive: KeepAliveSettings,
         receiveDirectory: URL, timeouts: Timeouts = .init(), limits: ResourceLimits = .init(), logger: Logger,
         admission: Admission? = nil,
-        upgradeMediums: [any Medium] = [], autoUpgrade: Bool = true, localEndpointID: String = "",
+        upgradeMediums: [any MediumDriver] = [], autoUpgrade: Bool = true, localEndpointID: String = "",
         clock: NearbyClock = .continuous,
         onEvent: @escaping @Sendable (EndpointEvent) -> Void,
         onEnd: @escaping @Sendable (EndpointSession) -> Void = { _ in }

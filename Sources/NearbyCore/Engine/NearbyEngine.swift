@@ -17,7 +17,7 @@ public actor NearbyEngine {
     /// current state) and a warning is logged once per overflow. Consume it promptly.
     public nonisolated let events: AsyncStream<EngineEvent>
 
-    private let mediums: [any Medium]
+    private let mediums: [any MediumDriver]
     private let continuation: AsyncStream<EngineEvent>.Continuation
     private var advertising: [any AdvertisingSession] = []
     private var advertisedInfo: [UInt8] = []
@@ -31,7 +31,7 @@ public actor NearbyEngine {
     private let clock: NearbyClock
 
     /// Creates an engine over `mediums` (in priority order).
-    public init(configuration: EngineConfiguration, mediums: [any Medium], localEndpointID: String? = nil) {
+    public init(configuration: EngineConfiguration, mediums: [any MediumDriver], localEndpointID: String? = nil) {
         self.configuration = configuration
         self.mediums = mediums
         clock = NearbyClock(any: configuration.clock)
@@ -337,7 +337,7 @@ public actor NearbyEngine {
               keepAlive: configuration.keepAlive)
     }
 
-    private func selected(_ only: Set<MediumKind>?) -> [any Medium] {
+    private func selected(_ only: Set<MediumKind>?) -> [any MediumDriver] {
         mediums.filter { only?.contains($0.kind) ?? true }
     }
 

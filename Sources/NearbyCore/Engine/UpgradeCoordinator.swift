@@ -37,7 +37,7 @@ actor UpgradeCoordinator {
     private let writer: OutboundFrameWriter
     private let gate: SendGate
     /// Mediums the connection may move to (they support upgrade listening).
-    private let mediums: [any Medium]
+    private let mediums: [any MediumDriver]
     private let autoUpgrade: Bool
     private let localEndpointID: String
     private let timeouts: EndpointSession.Timeouts
@@ -58,7 +58,7 @@ actor UpgradeCoordinator {
     private let stopped = LockedValue(false)
 
     init(
-        role: BandwidthUpgradeMachine.Role, writer: OutboundFrameWriter, gate: SendGate, mediums: [any Medium],
+        role: BandwidthUpgradeMachine.Role, writer: OutboundFrameWriter, gate: SendGate, mediums: [any MediumDriver],
         autoUpgrade: Bool, localEndpointID: String, timeouts: EndpointSession.Timeouts, clock: NearbyClock,
         logger: Logger
     ) {
@@ -119,7 +119,7 @@ actor UpgradeCoordinator {
 
     // MARK: - Offering
 
-    private func target() async -> (any Medium)? {
+    private func target() async -> (any MediumDriver)? {
         guard let host else { return nil }
         let current = await host.medium
         let wanted = await host.peerUpgradeMediums
@@ -151,7 +151,7 @@ actor UpgradeCoordinator {
     /// Initiator: listens on `medium`, offers it, and waits for the peer's introduced channel. Every accepted
     /// channel's introduction is read at the same time as the others' (``UpgradeIntroductions``), so strangers on
     /// the listener cannot hold the peer's channel back.
-    private func offer(using medium: any Medium) async {
+    private func offer(using medium: any MediumDriver) async {
         let introductions = UpgradeIntroductions(
             endpointID: await host?.endpointID ?? "", timeout: timeouts.clientIntroduction, clock: clock, logger: logger)
         let listener: any UpgradeListener

@@ -119,8 +119,3 @@ public protocol MediumDriver: Sendable {
     /// Bandwidth upgrade, answering side: opens the new channel to the path the peer offered.
     func connectForUpgrade(to path: UpgradePathInfo) async throws -> any EndpointChannel
 }
-
-/// The former name of ``MediumDriver``, kept while code elsewhere in the package (the engine, the BLE medium) still
-/// spells it this way. Apps choose mediums with NearbyConnections' `Medium` instead.
-@available(*, deprecated, renamed: "MediumDriver")
-public typealias Medium = MediumDriver
