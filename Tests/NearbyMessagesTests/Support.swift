@@ -60,10 +60,10 @@ import NearbyCore
 func testManager(
     _ serviceID: String, mediums: MediumProvider? = nil, beaconSource: (any AdvertisingReportSource)? = nil,
     onBluetoothProblem: @escaping MessageManager.ProblemHandler = { _ in },
-    onMDNSProblem: @escaping MessageManager.ProblemHandler = { _ in }
+    onMDNSProblem: @escaping MessageManager.ProblemHandler = { _ in }, clock: NearbyClock = .continuous
 ) throws -> MessageManager {
     MessageManager(
-        serviceID: serviceID, debugLogging: false, consent: ConsentStore(directory: try temporaryDirectory("consent")),
+        clock: clock, serviceID: serviceID, debugLogging: false, consent: ConsentStore(directory: try temporaryDirectory("consent")),
         permissionRequest: { .grantForThisRun }, mediums: mediums ?? MessageManager.defaultMediums,
         beaconSource: beaconSource, onBluetoothProblem: onBluetoothProblem, onMDNSProblem: onMDNSProblem)
 }

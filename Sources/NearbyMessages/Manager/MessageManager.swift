@@ -40,6 +40,8 @@ public final class MessageManager: Sendable {
     let onBluetoothProblem: ProblemHandler
     let onMDNSProblem: ProblemHandler
     let onConsentProblem: ProblemHandler
+    /// The clock of the found/lost, TTL and retry timers.
+    let clock: NearbyClock
     private let grantedForThisRun = LockedValue(false)
     private let consentToken: UUID?
 
@@ -59,7 +61,7 @@ public final class MessageManager: Sendable {
     ///   - onMDNSProblem: Called when mDNS (avahi-daemon) is not running, so Wi-Fi LAN discovery cannot work.
     ///   - onConsentProblem: Called when a publication or subscription is refused for lack of consent.
     ///   - onPermissionChanged: Called when the persisted consent changes.
-    public init(
+    public convenience init(
         serviceID: String,
         debugLogging: Bool = false,
         logger: Logger = Logger(label: "nearby.messages"),
@@ -72,6 +74,30 @@ public final class MessageManager: Sendable {
         onConsentProblem: @escaping ProblemHandler = { _ in },
         onPermissionChanged: (@Sendable (Bool) -> Void)? = nil
     ) {
+        self.init(
+            clock: .continuous, serviceID: serviceID, debugLogging: debugLogging, logger: logger, consent: consent,
+            permissionRequest: permissionRequest, mediums: mediums, beaconSource: beaconSource,
+            onBluetoothProblem: onBluetoothProblem, onMDNSProblem: onMDNSProblem, onConsentProblem: onConsentProblem,
+            onPermissionChanged: onPermissionChanged)
+    }
+
+    /// Creates a manager whose timers run on `clock` (a `ManualClock` in tests); the other parameters are those of
+    /// ``init(serviceID:debugLogging:logger:consent:permissionRequest:mediums:beaconSource:onBluetoothProblem:onMDNSProblem:onConsentProblem:onPermissionChanged:)``.
+    package init(
+        clock: NearbyClock,
+        serviceID: String,
+        debugLogging: Bool = false,
+        logger: Logger = Logger(label: "nearby.messages"),
+        consent: ConsentStore = ConsentStore(),
+        permissionRequest: @escaping PermissionRequestHandler = terminalPermissionRequest,
+        mediums: @escaping MediumProvider = MessageManager.defaultMediums,
+        beaconSource: (any AdvertisingReportSource)? = nil,
+        onBluetoothProblem: @escaping ProblemHandler = { _ in },
+        onMDNSProblem: @escaping ProblemHandler = { _ in },
+        onConsentProblem: @escaping ProblemHandler = { _ in },
+        onPermissionChanged: (@Sendable (Bool) -> Void)? = nil
+    ) {
+        self.clock = clock
         self.serviceID = serviceID
         var logger = logger
         if debugLogging { logger.logLevel = .debug }
