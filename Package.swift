@@ -205,6 +205,7 @@ let package = Package(
             name: "NearbyMessagesTests",
             dependencies: [
                 "NearbyMessages", "NearbyConnections", "NearbyCore", "NearbyWire", "NearbyWiFiLAN", "NearbyTestSupport",
+                "NearbyTesting",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

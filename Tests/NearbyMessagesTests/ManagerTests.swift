@@ -178,32 +178,7 @@ final class FakeReportSource: AdvertisingReportSource {
 }
 
 @Suite struct LifetimeTests {
-    @Test("a publication stops when its TTL runs out and calls onExpired")
-    func publicationTTL() async throws {
-        let manager = try testManager("ttl-pub", mediums: RadioProblemTests.noAvahi)
-        let expired = LockedValue(false)
-        let publication = try await manager.publish(
-            Message(text: "brief"),
-            options: PublishOptions(
-                strategy: MessageStrategy(mediums: .wifiLAN), ttl: .milliseconds(300),
-                onExpired: { expired.withLock { $0 = true } }))
-        #expect(await eventually { expired.withLock { $0 } && publication.isCancelled })
-    }
-
-    @Test("a subscription stops when its TTL runs out: onExpired, and its iterations end")
-    func subscriptionTTL() async throws {
-        let manager = try testManager("ttl-sub", beaconSource: FakeReportSource())
-        let expired = LockedValue(false)
-        let subscription = try await manager.subscribe(
-            options: SubscribeOptions(
-                deviceTypes: .bleBeacons, ttl: .milliseconds(300), onExpired: { expired.withLock { $0 = true } }))
-        let ended = Task {
-            for await _ in subscription {}
-            return true
-        }
-        #expect(await ended.value)
-        #expect(await eventually { expired.withLock { $0 } && subscription.isCancelled })
-    }
+    // The TTLs of publications and subscriptions: FoundLostClockTests, on a manual clock.
 
     @Test("iterating a subscription keeps it alive; releasing an unused one stops it")
     func iterationKeepsAlive() async throws {

@@ -60,18 +60,12 @@ import NearbyCore
 func testManager(
     _ serviceID: String, mediums: MediumProvider? = nil, beaconSource: (any AdvertisingReportSource)? = nil,
     onBluetoothProblem: @escaping MessageManager.ProblemHandler = { _ in },
-    onMDNSProblem: @escaping MessageManager.ProblemHandler = { _ in }
+    onMDNSProblem: @escaping MessageManager.ProblemHandler = { _ in }, clock: NearbyClock = .continuous
 ) throws -> MessageManager {
-    let consent = ConsentStore(directory: try temporaryDirectory("consent"))
-    guard let mediums else {
-        return MessageManager(
-            serviceID: serviceID, debugLogging: false, consent: consent, permissionRequest: { .grantForThisRun },
-            beaconSource: beaconSource, onBluetoothProblem: onBluetoothProblem, onMDNSProblem: onMDNSProblem)
-    }
-    return MessageManager(
-        serviceID: serviceID, debugLogging: false, consent: consent, permissionRequest: { .grantForThisRun },
-        mediums: mediums, beaconSource: beaconSource, onBluetoothProblem: onBluetoothProblem,
-        onMDNSProblem: onMDNSProblem)
+    MessageManager(
+        clock: clock, serviceID: serviceID, debugLogging: false, consent: ConsentStore(directory: try temporaryDirectory("consent")),
+        permissionRequest: { .grantForThisRun }, mediums: mediums ?? MessageManager.factoryMediums(bluetoothController: nil),
+        beaconSource: beaconSource, onBluetoothProblem: onBluetoothProblem, onMDNSProblem: onMDNSProblem)
 }
 
 /// Whether this run is inside scripts/with-test-network.sh.

@@ -1,5 +1,6 @@
 /// Turns advertising reports into beacon found/lost actions: decodes, drops what the strategy excludes, and keeps
-/// each beacon found until it has not been seen for ``BeaconStrategy/lostAfter``. A value; the caller supplies time.
+/// each beacon found until it has not been seen for ``BeaconStrategy/lostAfter``. A value; the caller supplies time
+/// (readings of a `NearbyClock`) and runs the timers it asks for, one per beacon.
 package struct BeaconTracker: Sendable {
     /// What the caller must report.
     package enum Action: Sendable, Hashable {
@@ -7,9 +8,14 @@ package struct BeaconTracker: Sendable {
         case found(Beacon)
         /// A beacon has not been seen for the unseen timeout; the value is its last sighting.
         case lost(Beacon)
+        /// Call ``timerFired(_:now:)`` for the beacon after the duration (replacing any timer it has).
+        case startTimer(Key, after: Duration)
+        /// The beacon's timer is no longer needed.
+        case cancelTimer(Key)
     }
 
-    struct Key: Hashable, Sendable {
+    /// One beacon: a message from an address.
+    package struct Key: Hashable, Sendable {
         var address: String
         var message: Message
     }
@@ -26,24 +32,21 @@ package struct BeaconTracker: Sendable {
     }
 
     /// A report arrived at `now`.
-    package mutating func receive(_ report: AdvertisingReport, at now: ContinuousClock.Instant) -> [Action] {
+    package mutating func receive(_ report: AdvertisingReport, now: Duration) -> [Action] {
         var actions: [Action] = []
         for frame in BeaconDecoder.decode(report.data) where strategy.includes(frame) {
             let beacon = Beacon(frame: frame, address: report.address, rssi: report.rssi)
             let key = Key(address: report.address, message: frame.message)
             latest[key] = beacon
-            actions += map(tracker.refresh(key, key, at: now))
+            actions += map(tracker.refresh(key, key, now: now))
         }
         return actions
     }
 
-    /// Time passed: reports beacons unseen for too long.
-    package mutating func tick(at now: ContinuousClock.Instant) -> [Action] {
-        map(tracker.tick(at: now))
+    /// The timer of beacon `key` fired at `now`: reports it lost if it was unseen for too long.
+    package mutating func timerFired(_ key: Key, now: Duration) -> [Action] {
+        map(tracker.timerFired(key, now: now))
     }
-
-    /// The next moment ``tick(at:)`` could report something.
-    package var nextExpiry: ContinuousClock.Instant? { tracker.nextExpiry }
 
     private mutating func map(_ actions: [FoundLostTracker<Key, Key>.Action]) -> [Action] {
         actions.compactMap { action in
@@ -52,6 +55,8 @@ package struct BeaconTracker: Sendable {
             case .lost(let key):
                 defer { latest[key] = nil }
                 return latest[key].map(Action.lost)
+            case .startTimer(let key, let delay): return .startTimer(key, after: delay)
+            case .cancelTimer(let key): return .cancelTimer(key)
             }
         }
     }

@@ -36,6 +36,8 @@ public final class MessageManager: Sendable {
     let onBluetoothProblem: ProblemHandler
     let onMDNSProblem: ProblemHandler
     let onConsentProblem: ProblemHandler
+    /// The clock of the found/lost, TTL and retry timers.
+    let clock: NearbyClock
     private let grantedForThisRun = LockedValue(false)
     private let consentToken: UUID?
 
@@ -72,15 +74,20 @@ public final class MessageManager: Sendable {
         self.init(
             serviceID: serviceID, debugLogging: debugLogging, logger: logger, consent: consent,
             permissionRequest: permissionRequest,
-            mediums: { kind, logger in
-                try MediumFactory(bluetoothController: bluetoothController, logger: logger).driver(for: kind)
-            },
+            mediums: Self.factoryMediums(bluetoothController: bluetoothController),
             beaconSource: beaconSource, onBluetoothProblem: onBluetoothProblem, onMDNSProblem: onMDNSProblem,
             onConsentProblem: onConsentProblem, onPermissionChanged: onPermissionChanged)
     }
 
-    /// Creates a manager whose mediums come from `mediums` (test doubles); the rest as in the public initializer.
+    /// The mediums the public initializer uses: those ``MediumFactory`` builds, BLE on `bluetoothController`.
+    package static func factoryMediums(bluetoothController: BluetoothController?) -> MediumProvider {
+        { kind, logger in try MediumFactory(bluetoothController: bluetoothController, logger: logger).driver(for: kind) }
+    }
+
+    /// Creates a manager whose mediums come from `mediums` (test doubles) and whose timers run on `clock` (a
+    /// `ManualClock` in tests); the other parameters are those of the public initializer.
     package init(
+        clock: NearbyClock = .continuous,
         serviceID: String,
         debugLogging: Bool = false,
         logger: Logger = Logger(label: "nearby.messages"),
@@ -93,6 +100,7 @@ public final class MessageManager: Sendable {
         onConsentProblem: @escaping ProblemHandler = { _ in },
         onPermissionChanged: (@Sendable (Bool) -> Void)? = nil
     ) {
+        self.clock = clock
         self.serviceID = serviceID
         var logger = logger
         if debugLogging { logger.logLevel = .debug }

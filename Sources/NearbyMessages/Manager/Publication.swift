@@ -39,6 +39,7 @@ public final class Publication: Sendable {
         logger[metadataKey: "endpoint"] = "\(connections.localEndpointID)"
         logger[metadataKey: "message"] = "\(message)"
         let isLarge = if case .descriptor = envelope, !options.plainEndpointInfo { true } else { false }
+        let clock = owner.clock
 
         // Subscribe to the events before advertising so no request is missed.
         let events = connections.events
@@ -63,7 +64,7 @@ public final class Publication: Sendable {
                     // The subscriber disconnects once it has the message; a peer that lingers would hold the one
                     // point-to-point connection, so it is dropped after a while.
                     Task {
-                        try? await Task.sleep(for: Self.lingerLimit)
+                        try? await clock.sleep(for: Self.lingerLimit)
                         await connections.disconnect(from: id)
                     }
                 default:
@@ -95,8 +96,8 @@ public final class Publication: Sendable {
         if let ttl = options.ttl {
             let onExpired = options.onExpired
             let expiry = Task { [weak publication] in
-                try? await Task.sleep(for: ttl)
-                guard !Task.isCancelled, let publication else { return }
+                do { try await clock.sleep(for: ttl) } catch { return }
+                guard let publication else { return }
                 logger.debug("publication expired")
                 await publication.cancel()
                 onExpired?()

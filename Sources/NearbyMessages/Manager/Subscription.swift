@@ -33,9 +33,10 @@ public final class Subscription: AsyncSequence, Sendable {
     private let onFound: (@Sendable (Message) -> Void)?
     private let onLost: (@Sendable (Message) -> Void)?
     private let fanOut = EventFanOut()
-    private let state: LockedValue<State>
+    let state: LockedValue<State>
     private let tasks = LockedValue<[Task<Void, Never>]>([])
     private let owner: MessageManager
+    let clock: NearbyClock
     private let connections = LockedValue<(manager: ConnectionManager, discoverer: Discoverer)?>(nil)
     /// The endpoints whose advertisement was handled (whether or not it passed the filter) and those handled as
     /// gone, so a test knows every publication was considered before it checks what did not come through.
@@ -51,6 +52,16 @@ public final class Subscription: AsyncSequence, Sendable {
         /// Large messages already fetched, by descriptor.
         var fetched: [MessageDescriptor: Message] = [:]
         var stopped = false
+        /// One timer per gone publisher and per beacon, while its grace period runs.
+        var timers = KeyedTimers<TimerKey>()
+    }
+
+    /// What a timer is for.
+    enum TimerKey: Hashable, Sendable {
+        /// A publisher's endpoint that went away.
+        case message(String)
+        /// A beacon.
+        case beacon(BeaconTracker.Key)
     }
 
     init(
@@ -59,6 +70,7 @@ public final class Subscription: AsyncSequence, Sendable {
     ) {
         self.options = options
         self.owner = owner
+        self.clock = owner.clock
         self.logger = owner.logger
         self.onFound = onFound
         self.onLost = onLost
@@ -117,8 +129,7 @@ public final class Subscription: AsyncSequence, Sendable {
             do {
                 for try await report in reports {
                     guard let self else { return }
-                    let actions = self.state.withLock { $0.beacons.receive(report, at: .now) }
-                    self.perform(actions)
+                    self.beaconStep { state, now in state.beacons.receive(report, now: now) }
                 }
             } catch {
                 let nearby = (error as? NearbyError) ?? NearbyError(.bluetoothUnavailable, "BLE scanning failed", cause: error)
@@ -129,24 +140,14 @@ public final class Subscription: AsyncSequence, Sendable {
         logger.debug("scanning for beacons", metadata: ["lowDutyCycle": "\(options.beaconStrategy.scanSettings.lowDutyCycle)"])
     }
 
+    /// Starts the TTL timer, if the options have a TTL. (Found/lost timers start and stop with the sightings.)
     func startTimers() {
-        let ticker = Task { [weak self] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(250))
-                guard let self else { return }
-                let (messages, beacons) = self.state.withLock { state in
-                    (state.messages.tick(at: .now), state.beacons.tick(at: .now))
-                }
-                self.perform(messages)
-                self.perform(beacons)
-            }
-        }
-        tasks.withLock { $0.append(ticker) }
         if let ttl = options.ttl {
             let onExpired = options.onExpired
+            let clock = self.clock
             let expiry = Task { [weak self] in
-                try? await Task.sleep(for: ttl)
-                guard !Task.isCancelled, let self else { return }
+                do { try await clock.sleep(for: ttl) } catch { return }
+                guard let self else { return }
                 self.logger.debug("subscription expired")
                 await self.cancel()
                 onExpired?()
@@ -164,6 +165,7 @@ public final class Subscription: AsyncSequence, Sendable {
             return state.stopped
         }
         guard !wasStopped else { return }
+        state.withLock { $0.timers.cancelAll() }
         for task in tasks.withLock({ $0 }) { task.cancel() }
         fanOut.finish()
         if let (manager, discoverer) = connections.withLock({ $0 }) {
@@ -173,6 +175,7 @@ public final class Subscription: AsyncSequence, Sendable {
     }
 
     deinit {
+        state.withLock { $0.timers.cancelAll() }
         for task in tasks.withLock({ $0 }) { task.cancel() }
         fanOut.finish()
         if let (manager, discoverer) = connections.withLock({ $0 }) {
@@ -227,7 +230,7 @@ public final class Subscription: AsyncSequence, Sendable {
                 state.fetching[id] = nil
                 if state.activeFetch == id { state.activeFetch = nil }
             }
-            perform(state.withLock { $0.messages.sourceGone(id, at: .now) })
+            messageStep { state, now in state.messages.sourceGone(id, now: now) }
             await pumpFetches(discoverer)
         case .discoveryFailed(let medium, let error):
             owner.report(error, medium: medium)
@@ -299,39 +302,18 @@ public final class Subscription: AsyncSequence, Sendable {
         }
         if let attempts {
             // Back off (with jitter) so that subscribers racing for one publisher spread out.
-            try? await Task.sleep(for: .milliseconds(Int.random(in: 200...600) * attempts))
+            try? await clock.sleep(for: .milliseconds(Int.random(in: 200...600) * attempts))
         }
         await pumpFetches(discoverer)
     }
 
     private func present(_ id: String, _ message: Message) {
-        perform(state.withLock { $0.messages.present(id, message, at: .now) })
+        messageStep { state, now in state.messages.present(id, message, now: now) }
     }
 
     // MARK: - Delivery
 
-    private func perform(_ actions: [FoundLostTracker<String, Message>.Action]) {
-        for action in actions {
-            switch action {
-            case .found(let message): deliver(MessageEvent(kind: .found, message: message))
-            case .lost(let message): deliver(MessageEvent(kind: .lost, message: message))
-            }
-        }
-    }
-
-    private func perform(_ actions: [BeaconTracker.Action]) {
-        for action in actions {
-            switch action {
-            case .found(let beacon), .lost(let beacon):
-                let message = beacon.frame.message
-                guard options.filter.matches(namespace: message.namespace, type: message.type) else { continue }
-                let kind: MessageEvent.Kind = if case .found = action { .found } else { .lost }
-                deliver(MessageEvent(kind: kind, message: message, beacon: beacon))
-            }
-        }
-    }
-
-    private func deliver(_ event: MessageEvent) {
+    func deliver(_ event: MessageEvent) {
         guard !state.withLock({ $0.stopped }) else { return }
         logger.debug("message \(event.kind)", metadata: ["message": "\(event.message)"])
         switch event.kind {

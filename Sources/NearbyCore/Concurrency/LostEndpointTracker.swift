@@ -1,5 +1,5 @@
-/// Decides when a discovered endpoint is lost: when it has not been seen for ``timeout``. A value-type state
-/// machine that owns no clock and no tasks; the caller performs its actions.
+/// Decides when a discovered endpoint (a BLE address, a gone publisher, a beacon) is lost: when it has not been
+/// seen for ``timeout``. A value-type state machine that owns no clock and no tasks; the caller performs its actions.
 ///
 /// Each tracked key has exactly one timer. A sighting of a new key starts it (``Action/startTimer(_:after:)``);
 /// later sightings only note the time, so a busy advertiser costs one timer per ``timeout``, not one per report.
@@ -30,6 +30,14 @@ package struct LostEndpointTracker<Key: Hashable & Sendable>: Sendable {
     package mutating func seen(_ key: Key, now: Duration) -> Action? {
         let isNew = lastSeen.updateValue(now, forKey: key) == nil
         return isNew ? .startTimer(key, after: timeout) : nil
+    }
+
+    /// Whether `key` is tracked (its timer running).
+    package func isTracking(_ key: Key) -> Bool { lastSeen[key] != nil }
+
+    /// Stops tracking `key` without losing it; returns whether it was tracked (the caller then cancels its timer).
+    package mutating func forget(_ key: Key) -> Bool {
+        lastSeen.removeValue(forKey: key) != nil
     }
 
     /// The timer of `key` fired at `now`.
