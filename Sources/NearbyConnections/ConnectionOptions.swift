@@ -22,7 +22,7 @@ public struct ConnectionOptions: Sendable {
     /// zero (at once, as other implementations do).
     public var bandwidthUpgradeDelay: Duration
     /// Limits on what peers can make this process hold: bytes received per connection, free disk space kept,
-    /// open payloads, endpoints, decision and write deadlines. Default: ``NearbyCore/ResourceLimits/init()``.
+    /// open payloads, endpoints, decision and write deadlines. Default: `ResourceLimits.init()`.
     public var limits: ResourceLimits
     /// The logger. Set its level to `.debug` for the debug log of every internal event.
     public var logger: Logger
@@ -46,10 +46,10 @@ public struct ConnectionOptions: Sendable {
     }
 
     /// The mediums for a set of kinds: Wi-Fi LAN through Avahi and TCP, BLE through the HCI controller `hci`
-    /// names (`tcp:HOST:PORT`, `uart:/dev/ttyX[@BAUD]` or `hci:N`, see ``NearbyBLE/HCITransportSpec``).
+    /// names (`tcp:HOST:PORT`, `uart:/dev/ttyX[@BAUD]` or `hci:N`, see `HCITransportSpec`).
     ///
     /// With `kinds` empty: Wi-Fi LAN, plus BLE when `hci` is given. The order is Wi-Fi LAN first, then BLE.
-    /// - Throws: ``NearbyWire/NearbyError`` `.invalidArgument` when BLE is asked for without `hci` or `hci` does not
+    /// - Throws: `NearbyError` `.invalidArgument` when BLE is asked for without `hci` or `hci` does not
     ///   parse. The controller is opened on first use, so an unreachable one is reported by advertising,
     ///   discovery or connecting, not here.
     public static func mediums(

@@ -127,12 +127,22 @@ public actor EndpointSession {
     /// Creates a session. Call ``run()`` to start it.
     ///
     /// - Parameters:
+    ///   - channel: The channel the connection starts on.
+    ///   - machine: The connection state machine, in its initial state for this side.
+    ///   - keepAlive: The keep-alive interval and timeout asked of the peer.
+    ///   - receiveDirectory: Where received files are written.
+    ///   - timeouts: The request, handshake, drain and upgrade deadlines.
+    ///   - logger: The logger.
+    ///   - admission: Decides whether an incoming request may proceed (strategy, duplicates, tie-break); `nil`
+    ///     admits every request.
     ///   - upgradeMediums: Mediums the connection may move to in a bandwidth upgrade (those whose
     ///     ``Medium/supportsUpgradeListening`` is true). Empty: offers are refused.
     ///   - autoUpgrade: Whether an incoming (advertiser-side) session offers an upgrade once connected.
     ///   - localEndpointID: Our endpoint ID, sent in the CLIENT_INTRODUCTION of an upgrade.
     ///   - limits: The write deadline, the decision deadline and the range peer-chosen keep-alive timeouts are
     ///     clamped into.
+    ///   - onEvent: Receives every event of the connection, in order.
+    ///   - onEnd: Called once when the session has ended.
     public init(
         channel: any EndpointChannel, machine: ConnectionStateMachine, keepAlive: KeepAliveSettings,
         receiveDirectory: URL, timeouts: Timeouts = .init(), limits: ResourceLimits = .init(), logger: Logger,

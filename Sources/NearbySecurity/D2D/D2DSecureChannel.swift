@@ -45,7 +45,9 @@ public struct D2DSecureChannel: Sendable {
     /// The three protobuf layers are written directly into one output buffer (the same bytes SwiftProtobuf
     /// writes: fields in number order), so the message is copied once into the plaintext and the ciphertext once
     /// into the output.
-    /// - Parameter iv: a fixed 16-byte IV for known-answer tests; random when `nil`.
+    /// - Parameters:
+    ///   - message: The plaintext, a serialized `OfflineFrame`.
+    ///   - iv: a fixed 16-byte IV for known-answer tests; random when `nil`.
     public mutating func encode(_ message: some DataProtocol, iv: [UInt8]? = nil) throws(NearbyError) -> [UInt8] {
         guard lastSentSequenceNumber < Int32.max else {
             throw NearbyError(.sequenceMismatch, "outgoing sequence numbers are exhausted")
@@ -95,9 +97,9 @@ public struct D2DSecureChannel: Sendable {
     ///
     /// The layers are read as ranges of the received bytes (any field order, unknown fields skipped, as protobuf
     /// allows); the signature is checked over the exact `header_and_body` bytes before anything inside is read.
-    /// - Throws: ``NearbyError/Code-swift.struct/malformedMessage`` for bytes that are not a SecureMessage,
-    ///   ``NearbyError/Code-swift.struct/authenticationFailed`` for a bad signature, scheme, padding or metadata,
-    ///   ``NearbyError/Code-swift.struct/sequenceMismatch`` for a replayed, skipped or reordered message.
+    /// - Throws: `NearbyError.Code.malformedMessage` for bytes that are not a SecureMessage,
+    ///   `NearbyError.Code.authenticationFailed` for a bad signature, scheme, padding or metadata,
+    ///   `NearbyError.Code.sequenceMismatch` for a replayed, skipped or reordered message.
     public mutating func decode(_ bytes: some Collection<UInt8>) throws(NearbyError) -> [UInt8] {
         let received = bytes as? [UInt8] ?? Array(bytes)
         let outer: [ProtobufWireScanner.Value?]

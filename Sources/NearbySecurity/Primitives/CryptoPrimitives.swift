@@ -44,7 +44,7 @@ public enum CryptoPrimitives {
     }
 
     /// AES-256-CBC decryption removing PKCS#7 padding.
-    /// - Throws: ``NearbyError/Code-swift.struct/authenticationFailed`` when the ciphertext or padding is invalid.
+    /// - Throws: `NearbyError.Code.authenticationFailed` when the ciphertext or padding is invalid.
     public static func aesCBCDecrypt(key: SymmetricKey, iv: [UInt8], ciphertext: some DataProtocol)
         throws(NearbyError) -> [UInt8]
     {

@@ -25,7 +25,7 @@ public struct Ukey2Client: Sendable {
     }
 
     /// Builds ClientFinished first (its SHA-512 is the commitment), then ClientInit, and returns ClientInit's bytes.
-    /// - Throws: ``NearbyError/Code-swift.struct/outOfOrderApiCall`` when called twice.
+    /// - Throws: `NearbyError.Code.outOfOrderApiCall` when called twice.
     public mutating func start() throws(NearbyError) -> [UInt8] {
         guard case .idle = state else {
             throw NearbyError(.outOfOrderApiCall, "UKEY2 client already started")
