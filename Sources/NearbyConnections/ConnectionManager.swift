@@ -22,7 +22,7 @@ public final class ConnectionManager: Sendable {
     /// returns its own stream, so several tasks can listen at once; subscribe before starting discovery or
     /// advertising so nothing is missed.
     ///
-    /// Each subscription buffers up to ``ResourceLimits/maxBufferedEvents`` (``ConnectionOptions/limits``) events
+    /// Each subscription buffers up to `ResourceLimits.maxBufferedEvents` (``ConnectionOptions/limits``) events
     /// its consumer has not taken yet. A consumer that falls further behind loses the oldest buffered events (the
     /// newest are kept) and a warning is logged once per overflow; nothing else waits for a slow consumer, so
     /// iterate promptly, and stop iterating (or drop the stream) when no longer interested.

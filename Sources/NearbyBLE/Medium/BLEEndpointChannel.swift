@@ -1,13 +1,13 @@
 import NearbyCore
 import NearbyWire
 
-/// An ``NearbyCore/EndpointChannel`` over one L2CAP LE credit-based channel.
+/// An `EndpointChannel` over one L2CAP LE credit-based channel.
 ///
 /// The channel is a byte stream carrying the same 4-byte length-prefixed frames as TCP: each frame is written as
 /// SDUs of at most the peer's MTU, and inbound SDUs are treated as stream pieces (peers may coalesce or split
 /// writes into SDUs as they like). Writes are serialised so that each frame goes out whole; one read at a time.
 public actor BLEEndpointChannel: EndpointChannel {
-    /// Always ``NearbyCore/MediumKind/ble``.
+    /// Always `MediumKind.ble`.
     public nonisolated let medium: MediumKind = .ble
     /// The peer's address and the channel IDs.
     public nonisolated let peerDescription: String

@@ -40,7 +40,7 @@ public final class BLEMedium: MediumDriver {
     /// The Nearby 16-bit service UUID (Copresence) carrying the advertisement as service data.
     public static let serviceUUID: UInt16 = 0xFEF3
 
-    /// ``NearbyCore/MediumKind/ble``.
+    /// `MediumKind.ble`.
     public let kind: MediumKind = .ble
     /// The settings.
     public let configuration: Configuration
@@ -212,7 +212,7 @@ actor HostProvider {
 
 /// A running BLE advertisement and its L2CAP server.
 public struct BLEAdvertisingSession: AdvertisingSession {
-    /// ``NearbyCore/MediumKind/ble``.
+    /// `MediumKind.ble`.
     public let medium: MediumKind = .ble
     /// Always `nil`: BLE listens on a PSM, see ``psm``.
     public let port: Int? = nil

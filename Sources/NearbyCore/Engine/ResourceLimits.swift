@@ -1,6 +1,6 @@
 /// Every limit that bounds what a peer can make this process do: memory, disk, open payloads, endpoints and time.
 ///
-/// A peer that crosses a limit gets a clear ``NearbyWire/NearbyError``: the payload concerned fails on both sides
+/// A peer that crosses a limit gets a clear `NearbyError`: the payload concerned fails on both sides
 /// (and its partial file is deleted), or the endpoint is dropped; other endpoints and data already received are
 /// unaffected. The defaults suit a file-drop tool on an open network; each can be changed through
 /// ``EngineConfiguration/limits`` (and `ConnectionOptions.limits` in the public API).

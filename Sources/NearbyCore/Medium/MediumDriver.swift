@@ -92,7 +92,7 @@ public protocol MediumDriver: Sendable {
     var kind: MediumKind { get }
 
     /// Starts listening and advertising. Every accepted channel is passed to `onIncoming`.
-    /// - Throws: a ``NearbyWire/NearbyError`` when the medium cannot listen at all.
+    /// - Throws: a `NearbyError` when the medium cannot listen at all.
     func startAdvertising(
         _ request: AdvertisingRequest, onIncoming: @escaping @Sendable (any EndpointChannel) -> Void
     ) async throws -> any AdvertisingSession
@@ -110,7 +110,7 @@ public protocol MediumDriver: Sendable {
 
     /// Bandwidth upgrade, offering side: listens for the peer's new channel of one upgrade. Every accepted channel
     /// is passed to `onIncoming`, still carrying the peer's plaintext CLIENT_INTRODUCTION.
-    /// - Throws: a ``NearbyWire/NearbyError`` (`.mediumUnavailable`) when the medium cannot be an upgrade target
+    /// - Throws: a `NearbyError` (`.mediumUnavailable`) when the medium cannot be an upgrade target
     ///   now, e.g. Wi-Fi LAN without a usable address.
     func startUpgradeListener(
         onIncoming: @escaping @Sendable (any EndpointChannel) -> Void

@@ -5,7 +5,7 @@ import Darwin
 #endif
 import Foundation
 
-/// The temporary files ``ReceivedFileStore`` writes into (`.nearby-PID-N.partial`), and their removal when a
+/// The temporary files `ReceivedFileStore` writes into (`.nearby-PID-N.partial`), and their removal when a
 /// process that wrote them died before finishing.
 public enum PartialFiles {
     /// How every temporary file name starts.

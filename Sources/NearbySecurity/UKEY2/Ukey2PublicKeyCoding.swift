@@ -32,7 +32,7 @@ package enum Ukey2PublicKeyCoding {
     }
 
     /// Parses serialized `GenericPublicKey` bytes into a P-256 public key.
-    /// - Throws: ``NearbyError/Code-swift.struct/handshakeFailed`` when the bytes do not parse, the key is not EC
+    /// - Throws: `NearbyError.Code.handshakeFailed` when the bytes do not parse, the key is not EC
     ///   P-256, a coordinate has a bad length, or the point is not on the curve.
     package static func decode(_ bytes: some Collection<UInt8>) throws(NearbyError) -> P256.KeyAgreement.PublicKey {
         let generic: ProtoGenericPublicKey

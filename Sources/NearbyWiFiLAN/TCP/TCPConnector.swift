@@ -29,7 +29,7 @@ package enum TCPConnector {
     ///   - group: The NIO event loops to run on.
     ///   - logger: Where to log; `medium` and `peer` metadata are added.
     /// - Returns: The channel to the first host that accepted.
-    /// - Throws: ``NearbyWire/NearbyError`` with code `.invalidArgument` for an empty host list or a port outside
+    /// - Throws: `NearbyError` with code `.invalidArgument` for an empty host list or a port outside
     ///   `1...65535`; `.endpointIoError` naming every attempt and why it failed when no host accepted;
     ///   `CancellationError` when the task was cancelled.
     package static func connect(

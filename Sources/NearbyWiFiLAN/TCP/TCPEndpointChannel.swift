@@ -3,11 +3,11 @@ import NIOCore
 import NearbyCore
 import NearbyWire
 
-/// An ``NearbyCore/EndpointChannel`` over one TCP connection, framed with the 4-byte big-endian length prefix of
-/// ``NearbyWire/LengthPrefixFraming``.
+/// An `EndpointChannel` over one TCP connection, framed with the 4-byte big-endian length prefix of
+/// `LengthPrefixFraming`.
 ///
 /// The connection is a SwiftNIO channel whose pipeline decodes inbound bytes into frame bodies
-/// (``NearbyWire/LengthPrefixedFrameDecoder``) and prefixes outbound bodies (``NearbyWire/LengthPrefixedFrameEncoder``);
+/// (`LengthPrefixedFrameDecoder`) and prefixes outbound bodies (`LengthPrefixedFrameEncoder`);
 /// it is driven from Swift concurrency through an `NIOAsyncChannel`. `TCP_NODELAY` is set, so small frames leave at
 /// once.
 ///
@@ -97,7 +97,7 @@ package final class TCPEndpointChannel: EndpointChannel {
     ///
     /// - Returns: The body without its length prefix, or `nil` when the peer closed the connection between two
     ///   frames, or after ``close()`` (also when ``close()`` interrupts this read).
-    /// - Throws: ``NearbyWire/NearbyError`` with code `.invalidFraming` when the peer announced a negative length
+    /// - Throws: `NearbyError` with code `.invalidFraming` when the peer announced a negative length
     ///   or one above 1 MiB, or closed the connection inside a frame; `.endpointIoError` when the connection failed
     ///   (reset, for example); `.outOfOrderApiCall` when another read is still pending; `CancellationError` when
     ///   the calling task was cancelled (the channel is then closed, since its inbound stream cannot be resumed).
@@ -156,7 +156,7 @@ package final class TCPEndpointChannel: EndpointChannel {
     /// Suspends while the connection's send buffer is full (the peer reads slowly), so a fast writer cannot queue
     /// unbounded memory.
     ///
-    /// - Throws: ``NearbyWire/NearbyError`` with code `.invalidFraming` when `body` is longer than 1 MiB (nothing is
+    /// - Throws: `NearbyError` with code `.invalidFraming` when `body` is longer than 1 MiB (nothing is
     ///   sent, the channel stays usable); `.endpointIoError` when the channel is closed or the connection failed;
     ///   `CancellationError` when the calling task was cancelled while waiting to write (the frame was not sent).
     package func writeFrame(_ body: [UInt8]) async throws {

@@ -44,7 +44,7 @@ package final class TCPListener: Sendable {
     ///   - logger: Where to log; `medium` and `peer` metadata are added.
     ///   - onAccept: Called with each accepted connection, on an NIO event-loop thread: do not block in it. The
     ///     callee owns the channel and must eventually ``TCPEndpointChannel/close()`` it.
-    /// - Throws: ``NearbyWire/NearbyError`` with code `.invalidArgument` for a port outside `0...65535`,
+    /// - Throws: `NearbyError` with code `.invalidArgument` for a port outside `0...65535`,
     ///   `.endpointIoError` when the address cannot be bound (in use, not an address of this host, …).
     package static func bind(
         host: String = "0.0.0.0",

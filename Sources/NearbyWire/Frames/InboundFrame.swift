@@ -3,7 +3,7 @@ import SwiftProtobuf
 
 /// A received `OfflineFrame` that parsed and passed every receive rule, by type.
 ///
-/// Produced by ``OfflineFrameParser/parse(_:)``. Frame types the engine does not act on are kept as
+/// Produced by ``OfflineFrameParser/parse(_:policy:)``. Frame types the engine does not act on are kept as
 /// ``other(_:_:)`` so callers can log and ignore them instead of dropping the endpoint.
 package enum InboundFrame: Sendable {
     /// The requester's first (plaintext) frame on a new socket.
