@@ -23,6 +23,12 @@ apt_packages=(
     iproute2
     util-linux
     python3-venv
+    # scripts/with-bluez-vm.sh: a QEMU guest running the host's BlueZ on a Bumble controller.
+    qemu-system-x86
+    busybox-static
+    bluez
+    kmod
+    cpio
 )
 
 requirement_files=(

@@ -4,13 +4,16 @@ Usage: controllers.py N [--debug]
 Prints "READY port1 port2 ..." on stdout once every controller listens, then runs until killed.
 Ports are chosen by the kernel (bind to port 0) and retried on collision.
 HCI_Reset is made to drop LE state (Bumble's own reset keeps it), so each host starts clean.
+LE ACL data is stamped with the address each connection was made with, so hosts that use their public address
+(the Linux kernel's default, as in scripts/with-bluez-vm.sh) exchange data too; Bumble's LocalLink would stamp it
+with the sending controller's random address, and the peer controller would drop it as "no connection".
 """
 import asyncio
 import logging
 import socket
 import sys
 
-from bumble import hci, ll
+from bumble import core, hci, ll
 from bumble.controller import Controller
 from bumble.link import LocalLink
 from bumble.transport import open_transport
@@ -42,6 +45,19 @@ class ResettingController(Controller):
         return super().on_hci_reset_command(command)
 
 
+class ConnectionAddressLink(LocalLink):
+    def send_acl_data(self, sender_controller, destination_address, transport, data):
+        if transport == core.PhysicalTransport.LE:
+            connection = sender_controller.le_connections.get(destination_address)
+            destination = self.find_le_controller(destination_address)
+            if connection is not None and destination is not None:
+                source_address = connection.self_address
+                asyncio.get_running_loop().call_soon(
+                    lambda: destination.on_link_acl_data(source_address, transport, data))
+                return
+        super().send_acl_data(sender_controller, destination_address, transport, data)
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(('127.0.0.1', 0))
@@ -50,7 +66,7 @@ def free_port():
 
 async def main(count):
     exit_with_parent()
-    link = LocalLink()
+    link = ConnectionAddressLink()
     keep = []
     ports = []
     for index in range(count):
