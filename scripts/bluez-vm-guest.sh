@@ -24,9 +24,17 @@ mark root_mounted
 hostname bluez-vm 2>/dev/null || true
 ip link set lo up 2>/dev/null || true
 
-modprobe -d "$bluez_vm_kernel_dir" -S "$bluez_vm_kernel_release" hci_uart || fail "modprobe hci_uart failed"
+# The kernel loads modules on its own (e.g. cmac for SMP) by running /proc/sys/kernel/modprobe from the
+# initramfs's root, outside this chroot: point it at a wrapper that runs modprobe on the downloaded kernel's
+# modules in here. (The host has no /lib/modules of this kernel.)
+modprobe() { /sbin/modprobe -d "$bluez_vm_kernel_dir" -S "$bluez_vm_kernel_release" "$@"; }
+printf '#!/bin/sh\nexec chroot /newroot /sbin/modprobe -d %s -S %s "$@"\n' \
+    "$bluez_vm_kernel_dir" "$bluez_vm_kernel_release" >/run/bluez-vm-modprobe
+chmod 755 /run/bluez-vm-modprobe
+echo /newroot/run/bluez-vm-modprobe >/proc/sys/kernel/modprobe
+modprobe hci_uart || fail "modprobe hci_uart failed"
 if [[ "$bluez_vm_net" == user ]]; then
-    modprobe -d "$bluez_vm_kernel_dir" -S "$bluez_vm_kernel_release" virtio_net || fail "modprobe virtio_net failed"
+    modprobe virtio_net || fail "modprobe virtio_net failed"
     for ((i = 0; i < 100; i++)); do
         [[ -e /sys/class/net/eth0 ]] && break
         sleep 0.05
