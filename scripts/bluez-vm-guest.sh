@@ -4,7 +4,7 @@
 # and the results written here: stdout, stderr, rc, timings and the daemons' logs.
 #
 # Loads the Bluetooth modules of the downloaded kernel, starts the system dbus-daemon, attaches the Bumble
-# controller on /dev/ttyS1 as hci0 (btattach -P h4), starts bluetoothd, waits until it exports hci0, then runs
+# controller on /dev/ttyS1 (or /dev/hvc0) as hci0 (btattach -P h4), starts bluetoothd, waits until it exports hci0, then runs
 # the command.
 set -u
 
@@ -47,7 +47,7 @@ mark modules_loaded
 mkdir -p /run/dbus
 dbus-daemon --system --fork >"$out/dbus.log" 2>&1 || fail "dbus-daemon did not start"
 
-btattach -B /dev/ttyS1 -P h4 >"$out/btattach.log" 2>&1 &
+btattach -B "$bluez_vm_tty" -P h4 >"$out/btattach.log" 2>&1 &
 for ((i = 0; i < 400; i++)); do
     [[ -e /sys/class/bluetooth/hci0 ]] && break
     sleep 0.05

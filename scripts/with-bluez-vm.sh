@@ -23,6 +23,8 @@
 #   NEARBY_BLUEZ_VM_EXPERIMENTAL 1: start bluetoothd with -E (experimental D-Bus interfaces).
 #   NEARBY_BLUEZ_VM_NET          user: give the guest QEMU user networking (eth0 10.0.2.15; the host's loopback is
 #                                10.0.2.2). Default: no network device.
+#   NEARBY_BLUEZ_VM_WIRE         virtio: the controller's byte stream is a virtio console (/dev/hvc0) instead of the
+#                                second 16550 UART (/dev/ttyS1, the default).
 #   NEARBY_BLUEZ_VM_VERBOSE      1: copy the guest's console to stderr while it runs.
 #   NEARBY_BLUEZ_VM_KEEP         1: keep the run folder (.build-vm/runs/...) even when CMD succeeded.
 #   NEARBY_BLUEZ_VM_KERNEL_PACKAGE  a trixie kernel image package to use instead of linux-image-amd64's target.
@@ -273,6 +275,11 @@ fi
     printf 'bluez_vm_cwd=%q\n' "$PWD"
     printf 'bluez_vm_experimental=%q\n' "${NEARBY_BLUEZ_VM_EXPERIMENTAL:-0}"
     printf 'bluez_vm_net=%q\n' "${NEARBY_BLUEZ_VM_NET:-}"
+    if [[ "${NEARBY_BLUEZ_VM_WIRE:-uart}" == virtio ]]; then
+        printf 'bluez_vm_tty=/dev/hvc0\n'
+    else
+        printf 'bluez_vm_tty=/dev/ttyS1\n'
+    fi
     printf 'bluez_vm_command=('
     printf '%q ' "$@"
     printf ')\n'
@@ -292,8 +299,12 @@ qemu_args=(
     -chardev "file,id=console,path=$run_dir/console.log"
     -serial chardev:console
     -chardev "socket,id=bt,host=127.0.0.1,port=$hci_port"
-    -serial chardev:bt
 )
+if [[ "${NEARBY_BLUEZ_VM_WIRE:-uart}" == virtio ]]; then
+    qemu_args+=(-device virtio-serial-pci -device virtconsole,chardev=bt)
+else
+    qemu_args+=(-serial chardev:bt)
+fi
 if [[ "${NEARBY_BLUEZ_VM_NET:-}" == user ]]; then
     qemu_args+=(-nic user,model=virtio-net-pci)
 else
