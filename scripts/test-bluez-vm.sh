@@ -6,7 +6,9 @@
 #   (b) the guest's BlueZ scanning sees the Nearby BLE advertisement (service data 0xFEF3) of our user-space host's
 #       `nearby advertise --medium ble --hci tcp:...` on a linked Bumble controller on the host;
 #   (c) an L2CAP LE credit-based channel from a kernel socket in the guest to a Bumble echo server on another
-#       linked controller carries bytes intact (Tests/BLE/bluez_l2cap_echo.py).
+#       linked controller carries bytes intact (Tests/BLE/bluez_l2cap_echo.py);
+#   (d) the same kind of channel opens to the channel server of `nearby advertise` (PSM 0x80) and closes, and the
+#       advertiser is still running afterwards.
 # Prints one "ok"/"FAIL" line per test with its time; exits non-zero when any fails.
 #
 # Expects scripts/install-deps.sh to have run, .build/debug/nearby to be built and the kernel to be fetched
@@ -87,6 +89,16 @@ if [[ "${1:-}" == --guest ]]; then
     if ((ok == 0)); then
         dmesg | tail -n 20 >&2
     fi
+
+    # (d) L2CAP LE CoC from the guest's kernel to our user-space host's channel server (fast form: PSM 0x80)
+    started="$(now)"
+    ok=0
+    if [[ -n "$found" ]] &&
+        coc_output="$(/usr/bin/python3 Tests/BLE/bluez_l2cap_echo.py "$found" random 0x80 0 2>&1)"; then
+        ok=1
+    fi
+    report "d: L2CAP LE CoC from the guest's kernel to nearby advertise's channel server" "$ok" "$started" \
+        "[$(tr '\n' ' ' <<<"${coc_output:-no advertiser found}")]"
     exit $((failures > 0))
 fi
 
@@ -129,7 +141,7 @@ wait_for() {
 
 total_started="$(now)"
 # Three linked controllers: 0 for the guest's BlueZ, 1 for nearby advertise, 2 for the Bumble echo server.
-"$python" Tests/BLE/controllers.py 3 >"$work/controllers.out" 2>"$work/controllers.log" &
+"$python" Tests/BLE/controllers.py 3 --enhanced-connection-complete >"$work/controllers.out" 2>"$work/controllers.log" &
 pids+=($!)
 wait_for "$work/controllers.out" '^READY' "${pids[-1]}" 20
 read -r _ guest_port advertiser_port echo_port <"$work/controllers.out"
@@ -146,9 +158,13 @@ wait_for "$work/echo.out" '^READY' "${pids[-1]}" 20
 echo "test-bluez-vm: host side ready in $(since "$total_started") s; booting the guest" >&2
 set +e
 NEARBY_BLUEZ_VM_HCI_PORT="$guest_port" NEARBY_BLUEZ_VM_TIMEOUT="${NEARBY_BLUEZ_VM_TIMEOUT:-240}" \
-    scripts/with-bluez-vm.sh scripts/test-bluez-vm.sh --guest
+    scripts/with-bluez-vm.sh ${NEARBY_BLUEZ_VM_GUEST_CMD:-scripts/test-bluez-vm.sh --guest}
 rc=$?
 set -e
+if ! kill -0 "${pids[1]}" 2>/dev/null; then
+    echo "FAIL d: nearby advertise exited while the guest ran" >&2
+    ((rc != 0)) || rc=1
+fi
 echo "test-bluez-vm: $( ((rc == 0)) && echo passed || echo "FAILED ($rc)") in $(since "$total_started") s" >&2
 if ((rc != 0)); then
     for f in advertise.log echo.out controllers.log; do

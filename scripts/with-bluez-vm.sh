@@ -247,7 +247,7 @@ trap 'exit 143' TERM
 hci_port="${NEARBY_BLUEZ_VM_HCI_PORT:-}"
 if [[ -z "$hci_port" ]]; then
     python="${NEARBY_BLE_PYTHON:-$repo_root/.venv/bin/python}"
-    "$python" "$repo_root/Tests/BLE/controllers.py" 1 >"$run_dir/controllers.out" 2>"$run_dir/controllers.log" &
+    "$python" "$repo_root/Tests/BLE/controllers.py" 1 --enhanced-connection-complete >"$run_dir/controllers.out" 2>"$run_dir/controllers.log" &
     controllers_pid=$!
     for ((i = 0; i < 200; i++)); do
         grep -q '^READY' "$run_dir/controllers.out" 2>/dev/null && break

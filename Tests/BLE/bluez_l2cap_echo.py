@@ -4,6 +4,7 @@ Usage: bluez_l2cap_echo.py ADDRESS public|random PSM TOTAL [SDU]
 Connects a SOCK_SEQPACKET BTPROTO_L2CAP socket to ADDRESS (LE, of the given type) on PSM, sends TOTAL bytes in
 SDUs of SDU bytes (default 500), reads the echo as a byte stream (the peer may merge SDUs) and compares it.
 Prints "CONNECTED <seconds>" and "ECHO <bytes> intact <seconds> <bytes/s>"; exit 0 only when the echo is intact.
+With TOTAL 0 it only opens the channel and closes it again.
 
 Runs inside the guest of scripts/with-bluez-vm.sh with Debian's /usr/bin/python3 (its socket module has
 AF_BLUETOOTH). Python's own L2CAP address tuple has no address type, so bind and connect go through libc with
@@ -46,6 +47,9 @@ def main():
     call(libc.connect, sock.fileno(),
          sockaddr_l2(address, psm, BDADDR_LE_RANDOM if kind == 'random' else BDADDR_LE_PUBLIC))
     print(f'CONNECTED {time.monotonic() - started:.2f}', flush=True)
+    if total == 0:
+        sock.close()
+        return
 
     payload = bytes((i * 7 + 3) & 0xFF for i in range(total))
     received = bytearray()
