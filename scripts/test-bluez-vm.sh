@@ -10,6 +10,7 @@
 #   (d) the same kind of channel opens to the channel server of `nearby advertise` (PSM 0x80) and closes, and the
 #       advertiser is still running afterwards.
 # Prints one "ok"/"FAIL" line per test with its time; exits non-zero when any fails.
+# NEARBY_BLUEZ_VM_GUEST_CMD replaces the guest's command (for debugging, e.g. a script that starts btmon first).
 #
 # Expects scripts/install-deps.sh to have run, .build/debug/nearby to be built and the kernel to be fetched
 # (scripts/with-bluez-vm.sh --prepare). scripts/test.sh does all three, then runs this inside
