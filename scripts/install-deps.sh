@@ -23,8 +23,15 @@ apt_packages=(
     iproute2
     util-linux
     python3-venv
+    # NearbyPulseAudio (CPulseSimple) and its tests: a private PulseAudio server with a null sink.
     libpulse-dev
     pulseaudio
+    # scripts/with-bluez-vm.sh: a QEMU guest running the host's BlueZ on a Bumble controller.
+    qemu-system-x86
+    busybox-static
+    bluez
+    kmod
+    cpio
 )
 
 requirement_files=(

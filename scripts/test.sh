@@ -4,6 +4,7 @@
 # Installs the dependencies (apt packages, the pinned Python venv), builds the package and its tests in the
 # host namespaces, then runs `swift test` inside scripts/with-test-network.sh (private network namespace with
 # only lo, private dbus + avahi). swift test's output is passed through unchanged and its exit code returned.
+# Without arguments, the BlueZ VM smoke tests (scripts/test-bluez-vm.sh) run afterwards; see below.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,7 +19,23 @@ export NEARBY_ORACLE_PYTHON="$repo_root/.venv/bin/python"
 # The Python with bumble==0.0.236 that the BLE tests run their virtual controllers and peers with.
 export NEARBY_BLE_PYTHON="$repo_root/.venv/bin/python"
 
+# The BlueZ VM smoke tests (scripts/test-bluez-vm.sh: the real kernel Bluetooth stack in a QEMU guest on a Bumble
+# controller) run after the Swift suite when no arguments are given; NEARBY_TEST_BLUEZ_VM=1 or 0 forces them on or off.
+run_bluez_vm="${NEARBY_TEST_BLUEZ_VM:-$((($# == 0) ? 1 : 0))}"
+if [[ "$run_bluez_vm" == 1 ]]; then
+    # Fetches Debian 13's kernel into .build-vm/ once (needs the network, so before entering the test namespace).
+    scripts/with-bluez-vm.sh --prepare
+fi
+
 # Tests run one at a time: several suites share one avahi-daemon and real sockets, and keep-alive tests must not
 # be starved by parallel CPU-heavy transfers on a 2-core machine.
 # A hung test must not eat the whole CI budget: stop swift test after 70 minutes (exit 124).
-exec scripts/with-test-network.sh timeout --signal=TERM --kill-after=30s 70m swift test --no-parallel "$@"
+set +e
+scripts/with-test-network.sh timeout --signal=TERM --kill-after=30s 70m swift test --no-parallel "$@"
+rc=$?
+if [[ "$run_bluez_vm" == 1 ]]; then
+    scripts/with-test-network.sh timeout --signal=TERM --kill-after=30s 6m scripts/test-bluez-vm.sh
+    vm_rc=$?
+    ((rc != 0)) || rc=$vm_rc
+fi
+exit "$rc"

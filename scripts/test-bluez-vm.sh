@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# Usage: scripts/test-bluez-vm.sh
+#
+# Smoke tests of the BlueZ VM rig (scripts/with-bluez-vm.sh), all in one guest boot:
+#   (a) the guest's BlueZ sees the Bumble controller (btmgmt info, bluetoothctl show) and powers it on;
+#   (b) the guest's BlueZ scanning sees the Nearby BLE advertisement (service data 0xFEF3) of our user-space host's
+#       `nearby advertise --medium ble --hci tcp:...` on a linked Bumble controller on the host;
+#   (c) an L2CAP LE credit-based channel from a kernel socket in the guest to a Bumble echo server on another
+#       linked controller carries bytes intact (Tests/BLE/bluez_l2cap_echo.py);
+#   (d) the same kind of channel opens to the channel server of `nearby advertise` (PSM 0x80) and closes, and the
+#       advertiser is still running afterwards.
+# Prints one "ok"/"FAIL" line per test with its time; exits non-zero when any fails.
+# NEARBY_BLUEZ_VM_GUEST_CMD replaces the guest's command (for debugging, e.g. a script that starts btmon first).
+#
+# Expects scripts/install-deps.sh to have run, .build/debug/nearby to be built and the kernel to be fetched
+# (scripts/with-bluez-vm.sh --prepare). scripts/test.sh does all three, then runs this inside
+# scripts/with-test-network.sh. Every host process started here is ended by PID on exit.
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo_root"
+
+echo_address=C0:00:00:00:00:EC
+echo_psm=133
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# --- inside the guest ---------------------------------------------------------------------------------------
+if [[ "${1:-}" == --guest ]]; then
+    failures=0
+    report() { # report NAME OK? STARTED DETAIL
+        if [[ "$2" == 1 ]]; then
+            printf 'ok   %s (%s s in the guest) %s\n' "$1" "$(since "$3")" "$4"
+        else
+            printf 'FAIL %s (%s s in the guest) %s\n' "$1" "$(since "$3")" "$4"
+            failures=$((failures + 1))
+        fi
+    }
+
+    # (a) controller visible and powered on
+    started="$(now)"
+    info="$(script -qc 'btmgmt info' /dev/null | tr -d '\r')"
+    power="$(bluetoothctl power on 2>&1)"
+    show="$(bluetoothctl show 2>&1)"
+    ok=0
+    if grep -q 'addr F0:F1:F2:F3:F4:00' <<<"$info" && grep -q 'Powered: yes' <<<"$show"; then
+        ok=1
+    fi
+    report "a: BlueZ sees the Bumble controller and powers it on" "$ok" "$started" \
+        "[$(grep -o 'addr [0-9A-F:]*' <<<"$info" | head -n1); $(grep -o 'name BlueZ [0-9.]*' <<<"$info" | head -n1); $(grep -m1 -o 'Changing power on succeeded' <<<"$power")]"
+    if ((ok == 0)); then
+        printf '%s\n%s\n%s\n' "$info" "$power" "$show" >&2
+    fi
+
+    # (b) BlueZ discovery finds the 0xFEF3 service data of `nearby advertise`
+    started="$(now)"
+    bluetoothctl --timeout 30 scan on >/tmp/scan.log 2>&1 &
+    scan_pid=$!
+    found=""
+    for ((i = 0; i < 100; i++)); do
+        [[ -z "$found" ]] || break
+        sleep 0.3
+        for device in $(bluetoothctl devices 2>/dev/null | awk '$1 == "Device" { print $2 }'); do
+            if bluetoothctl info "$device" 2>/dev/null | grep -qi 'ServiceData Key: 0000fef3-'; then
+                found="$device"
+                break
+            fi
+        done
+    done
+    kill "$scan_pid" 2>/dev/null || true
+    wait "$scan_pid" 2>/dev/null || true
+    if [[ -n "$found" ]]; then
+        report "b: BlueZ scanning sees the Nearby advertisement (0xFEF3) of nearby advertise" 1 "$started" \
+            "[$found]"
+    else
+        report "b: BlueZ scanning sees the Nearby advertisement (0xFEF3) of nearby advertise" 0 "$started" ""
+        cat /tmp/scan.log >&2
+    fi
+
+    # (c) L2CAP LE CoC from a kernel socket to the Bumble echo server
+    started="$(now)"
+    if echo_output="$(/usr/bin/python3 Tests/BLE/bluez_l2cap_echo.py "$echo_address" random "$echo_psm" 8000 2>&1)"; then
+        ok=1
+    else
+        ok=0
+    fi
+    report "c: L2CAP LE CoC from the guest's kernel to a Bumble echo server" "$ok" "$started" \
+        "[$(tr '\n' ' ' <<<"$echo_output")]"
+    if ((ok == 0)); then
+        dmesg | tail -n 20 >&2
+    fi
+
+    # (d) L2CAP LE CoC from the guest's kernel to our user-space host's channel server (fast form: PSM 0x80)
+    started="$(now)"
+    ok=0
+    if [[ -n "$found" ]] &&
+        coc_output="$(/usr/bin/python3 Tests/BLE/bluez_l2cap_echo.py "$found" random 0x80 0 2>&1)"; then
+        ok=1
+    fi
+    report "d: L2CAP LE CoC from the guest's kernel to nearby advertise's channel server" "$ok" "$started" \
+        "[$(tr '\n' ' ' <<<"${coc_output:-no advertiser found}")]"
+    exit $((failures > 0))
+fi
+
+# --- on the host --------------------------------------------------------------------------------------------
+python="${NEARBY_BLE_PYTHON:-$repo_root/.venv/bin/python}"
+nearby="${NEARBY_BIN:-$repo_root/.build/debug/nearby}"
+if [[ ! -x "$nearby" ]]; then
+    echo "test-bluez-vm: $nearby not built (swift build --product nearby)" >&2
+    exit 2
+fi
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/bluez-vm-test.XXXXXX")"
+pids=()
+# shellcheck disable=SC2317  # runs from the EXIT trap
+cleanup() {
+    set +e
+    local pid
+    for pid in "${pids[@]}"; do
+        kill -TERM "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+    done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# wait_for FILE PATTERN PID SECONDS
+wait_for() {
+    local i
+    for ((i = 0; i < $4 * 20; i++)); do
+        grep -q "$2" "$1" 2>/dev/null && return 0
+        kill -0 "$3" 2>/dev/null || break
+        sleep 0.05
+    done
+    echo "test-bluez-vm: no \"$2\" in $1:" >&2
+    cat "$1" >&2
+    return 1
+}
+
+total_started="$(now)"
+# Three linked controllers: 0 for the guest's BlueZ, 1 for nearby advertise, 2 for the Bumble echo server.
+"$python" Tests/BLE/controllers.py 3 --enhanced-connection-complete >"$work/controllers.out" 2>"$work/controllers.log" &
+pids+=($!)
+wait_for "$work/controllers.out" '^READY' "${pids[-1]}" 20
+read -r _ guest_port advertiser_port echo_port <"$work/controllers.out"
+
+"$nearby" advertise --service-id com.example.bluez.vm --name vmrig --accept --json --medium ble \
+    --hci "tcp:127.0.0.1:$advertiser_port" >"$work/advertise.out" 2>"$work/advertise.log" &
+pids+=($!)
+wait_for "$work/advertise.out" '"discoverable":true' "${pids[-1]}" 30
+
+"$python" Tests/BLE/peer.py echo "$echo_port" "$echo_address" "$echo_psm" 1024 1024 64 >"$work/echo.out" 2>&1 &
+pids+=($!)
+wait_for "$work/echo.out" '^READY' "${pids[-1]}" 20
+
+echo "test-bluez-vm: host side ready in $(since "$total_started") s; booting the guest" >&2
+set +e
+NEARBY_BLUEZ_VM_HCI_PORT="$guest_port" NEARBY_BLUEZ_VM_TIMEOUT="${NEARBY_BLUEZ_VM_TIMEOUT:-240}" \
+    scripts/with-bluez-vm.sh ${NEARBY_BLUEZ_VM_GUEST_CMD:-scripts/test-bluez-vm.sh --guest}
+rc=$?
+set -e
+if ! kill -0 "${pids[1]}" 2>/dev/null; then
+    echo "FAIL d: nearby advertise exited while the guest ran" >&2
+    ((rc != 0)) || rc=1
+fi
+echo "test-bluez-vm: $( ((rc == 0)) && echo passed || echo "FAILED ($rc)") in $(since "$total_started") s" >&2
+if ((rc != 0)); then
+    for f in advertise.log echo.out controllers.log; do
+        printf -- '--- %s (last 20 lines)\n' "$f" >&2
+        tail -n 20 "$work/$f" >&2
+    done
+fi
+exit "$rc"
