@@ -34,7 +34,7 @@ struct FoundLostClockTests {
     /// A publisher of ``message`` on `air` that can stop and start advertising under one endpoint ID.
     static func advertiser(_ air: InMemoryMedium.Air) throws -> (ConnectionManager, Advertiser) {
         let options = ConnectionOptions(
-            mediums: [InMemoryMedium(air: air)], receiveDirectory: try temporaryDirectory("timing"),
+            drivers: [InMemoryMedium(air: air)], receiveDirectory: try temporaryDirectory("timing"),
             logger: Logger(label: "test"))
         let manager = ConnectionManager(serviceID: "timing", strategy: .pointToPoint, options: options)
         return (manager, Advertiser(connectionManager: manager))
@@ -74,7 +74,7 @@ struct FoundLostClockTests {
         _ = try await advertiser.startAdvertising(using: Self.advertisement)
         #expect(await events.next() == MessageEvent(kind: .found, message: Self.message))
 
-        await advertiser.stopAdvertising()
+        advertiser.stopAdvertising()
         await clock.waitForSleepers(atLeast: 1)
         clock.advance(by: .seconds(5))
         _ = try await advertiser.startAdvertising(using: Self.advertisement)  // back: the timer is cancelled
@@ -82,7 +82,7 @@ struct FoundLostClockTests {
         clock.advance(by: .seconds(60))
         #expect(subscription.foundMessages == [Self.message])
 
-        await advertiser.stopAdvertising()  // gone again at 65 s: lost at 75 s
+        advertiser.stopAdvertising()  // gone again at 65 s: lost at 75 s
         await clock.waitForSleepers(atLeast: 1)
         clock.advance(by: .seconds(10))
         #expect(await events.next() == MessageEvent(kind: .lost, message: Self.message))

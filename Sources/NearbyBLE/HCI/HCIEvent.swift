@@ -2,7 +2,7 @@ import NearbyWire
 
 /// One advertising report, from a legacy (LE Advertising Report) or an extended (LE Extended Advertising Report)
 /// event.
-public struct AdvertisingReport: Sendable, Hashable {
+package struct AdvertisingReport: Sendable, Hashable {
     /// The raw event type (legacy: 0…4; extended: the 16-bit event-type bit field).
     package var eventType: UInt16
     /// Whether the report came from an extended advertising report event.

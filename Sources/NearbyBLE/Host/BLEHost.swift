@@ -12,9 +12,9 @@ import NearbyWire
 /// host's clock. Malformed input from the controller or the peer is logged and dropped (or answered with an L2CAP
 /// Command Reject); it never traps. When the transport ends, every pending operation and channel fails with a
 /// `.mediumUnavailable` error naming the cause.
-public actor BLEHost {
+package actor BLEHost {
     /// Host settings.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// How long to wait for Command Complete / Command Status before failing a command.
         package var commandTimeout: Duration = .seconds(2)
         /// How long an outgoing LE connection may take.

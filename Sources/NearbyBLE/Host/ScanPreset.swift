@@ -1,5 +1,5 @@
 /// Scan timing: interval and window in 0.625 ms units.
-public struct ScanPreset: Sendable, Hashable {
+package struct ScanPreset: Sendable, Hashable {
     /// Time between the starts of two scan windows (0.625 ms units).
     package var interval: UInt16
     /// How long each scan window lasts (0.625 ms units, ≤ interval).

@@ -5,7 +5,7 @@ import NearbyWire
 /// ``send(_:)`` suspends while the peer grants no credits, so a writer never runs ahead of the peer and memory
 /// stays bounded by one SDU per writer. Credits are given back to the peer as ``receive()`` consumes SDUs, so a
 /// slow reader slows the peer down instead of growing a buffer.
-public final class L2CAPChannel: Sendable {
+package final class L2CAPChannel: Sendable {
     /// The host that owns the channel.
     package let host: BLEHost
     /// The LE connection handle.

@@ -6,7 +6,7 @@ import NearbyWire
 /// strategy, de-duplicates, and loses endpoints unseen for the lost timeout (through a `LostEndpointTracker`
 /// per advertiser address). A value-type state machine: it reads no clock and runs no timers; the caller passes
 /// clock readings and performs the returned actions.
-public struct BLEDiscoveryTracker: Sendable {
+package struct BLEDiscoveryTracker: Sendable {
     /// What the caller must do.
     package enum Action: Sendable, Hashable {
         /// Report a discovery event.
@@ -16,17 +16,17 @@ public struct BLEDiscoveryTracker: Sendable {
     }
 
     /// The service to match.
-    public let serviceID: String
+    package let serviceID: String
     /// The strategy to match.
-    public let pcp: PCP
+    package let pcp: PCP
     /// How long an endpoint may go unseen before it is lost.
-    public var lostTimeout: Duration { lost.timeout }
+    package var lostTimeout: Duration { lost.timeout }
     private let serviceHash: [UInt8]
     private var endpoints: [BLEAddress: DiscoveredEndpoint] = [:]
     private var lost: LostEndpointTracker<BLEAddress>
 
     /// Creates a tracker.
-    public init(serviceID: String, pcp: PCP, lostTimeout: Duration) {
+    package init(serviceID: String, pcp: PCP, lostTimeout: Duration) {
         self.serviceID = serviceID
         self.pcp = pcp
         self.lost = LostEndpointTracker(timeout: lostTimeout)
@@ -34,7 +34,7 @@ public struct BLEDiscoveryTracker: Sendable {
     }
 
     /// Decodes a Nearby endpoint from advertising data, or `nil` when the data holds no matching advertisement.
-    public static func endpoint(
+    package static func endpoint(
         from report: AdvertisingReport, serviceHash: [UInt8], pcp: PCP
     ) throws -> DiscoveredEndpoint? {
         guard let serviceData = AdvertisingData.serviceData(report.data, uuid: BLEMedium.serviceUUID) else { return nil }

@@ -6,13 +6,13 @@ import NearbyWire
 /// The channel is a byte stream carrying the same 4-byte length-prefixed frames as TCP: each frame is written as
 /// SDUs of at most the peer's MTU, and inbound SDUs are treated as stream pieces (peers may coalesce or split
 /// writes into SDUs as they like). Writes are serialised so that each frame goes out whole; one read at a time.
-public actor BLEEndpointChannel: EndpointChannel {
+package actor BLEEndpointChannel: EndpointChannel {
     /// Always `MediumKind.ble`.
-    public nonisolated let medium: MediumKind = .ble
+    package nonisolated let medium: MediumKind = .ble
     /// The peer's address and the channel IDs.
-    public nonisolated let peerDescription: String
+    package nonisolated let peerDescription: String
     /// The underlying L2CAP channel.
-    public nonisolated let channel: L2CAPChannel
+    package nonisolated let channel: L2CAPChannel
 
     private var reader = IncrementalFrameReader()
     private var reading = false
@@ -20,7 +20,7 @@ public actor BLEEndpointChannel: EndpointChannel {
     private var writeGate = AsyncGate()
 
     /// Wraps an open L2CAP channel.
-    public init(channel: L2CAPChannel) {
+    package init(channel: L2CAPChannel) {
         self.channel = channel
         self.peerDescription = "\(channel.peer) cid \(channel.localCID)/\(channel.remoteCID)"
     }
@@ -28,7 +28,7 @@ public actor BLEEndpointChannel: EndpointChannel {
     /// Reads the next frame body; `nil` when the peer closed the channel between frames or after ``close()``.
     /// - Throws: `.invalidFraming` for a bad length prefix or a channel closed inside a frame, `.endpointIoError`
     ///   (or the host's error) when the LE connection failed.
-    public func readFrame() async throws -> [UInt8]? {
+    package func readFrame() async throws -> [UInt8]? {
         guard !reading else { throw NearbyError(.outOfOrderApiCall, "readFrame() while another read is pending") }
         reading = true
         defer { reading = false }
@@ -44,7 +44,7 @@ public actor BLEEndpointChannel: EndpointChannel {
     }
 
     /// Writes one frame body with its length prefix. Suspends while the peer grants no credits.
-    public func writeFrame(_ body: [UInt8]) async throws {
+    package func writeFrame(_ body: [UInt8]) async throws {
         let framed = try LengthPrefixFraming.frame(body)
         if !writeGate.tryEnter() {
             await withCheckedContinuation { writeGate.enqueue($0) }
@@ -61,7 +61,7 @@ public actor BLEEndpointChannel: EndpointChannel {
     }
 
     /// Closes the L2CAP channel (and, on the central side, the LE connection once unused). Idempotent.
-    public func close() async {
+    package func close() async {
         guard !closed else { return }
         closed = true
         await channel.close()

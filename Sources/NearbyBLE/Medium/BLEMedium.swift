@@ -11,44 +11,44 @@ import NearbyWire
 /// info uses the regular form with the PSM in its extra fields on an extended advertising set. Discovery decodes
 /// both forms from legacy and extended reports, reports an endpoint found once and lost when it has not been seen
 /// for ``Configuration/lostTimeout`` (one timer per advertiser, no polling).
-public final class BLEMedium: MediumDriver {
+package final class BLEMedium: MediumDriver {
     /// Medium settings.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// The controller.
-        public var transport: HCITransportSpec
+        package var transport: HCITransportSpec
         /// Host settings (timeouts, channel MTU/MPS/credits).
-        public var host: BLEHost.Configuration = .init()
+        package var host: BLEHost.Configuration = .init()
         /// An endpoint not seen for this long is reported lost (Nearby: 12 s).
-        public var lostTimeout: Duration = .seconds(12)
+        package var lostTimeout: Duration = .seconds(12)
         /// Scan timing while discovering.
-        public var scanPreset: ScanPreset = .lowLatency
+        package var scanPreset: ScanPreset = .lowLatency
         /// Advertising interval.
-        public var advertisingIntervalMillis = 100
+        package var advertisingIntervalMillis = 100
         /// The PSM a fast advertisement implies (it cannot carry one), and the first one this medium listens on.
-        public var fastAdvertisementPSM: UInt16 = 0x0080
+        package var fastAdvertisementPSM: UInt16 = 0x0080
         /// Use the regular form on extended advertising even for short endpoint info.
-        public var alwaysUseExtendedAdvertising = false
+        package var alwaysUseExtendedAdvertising = false
         /// The clock the lost-endpoint timers sleep on (a `ManualClock` from `NearbyTesting` in tests).
         package var clock: NearbyClock = .continuous
 
         /// Creates a configuration for a controller.
-        public init(transport: HCITransportSpec) {
+        package init(transport: HCITransportSpec) {
             self.transport = transport
         }
     }
 
     /// The Nearby 16-bit service UUID (Copresence) carrying the advertisement as service data.
-    public static let serviceUUID: UInt16 = 0xFEF3
+    package static let serviceUUID: UInt16 = 0xFEF3
 
     /// `MediumKind.ble`.
-    public let kind: MediumKind = .ble
+    package let kind: MediumKind = .ble
     /// The settings.
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let logger: Logger
     private let provider: HostProvider
 
     /// Creates a medium that opens its controller on first use.
-    public init(configuration: Configuration, logger: Logger = Logger(label: "nearby.ble")) {
+    package init(configuration: Configuration, logger: Logger = Logger(label: "nearby.ble")) {
         self.configuration = configuration
         var logger = logger
         logger[metadataKey: "medium"] = "ble"
@@ -58,23 +58,23 @@ public final class BLEMedium: MediumDriver {
 
     /// Creates a medium for the `--hci` transport string.
     /// - Throws: `.invalidArgument` for a malformed transport string.
-    public convenience init(hci: String, logger: Logger = Logger(label: "nearby.ble")) throws {
+    package convenience init(hci: String, logger: Logger = Logger(label: "nearby.ble")) throws {
         self.init(configuration: Configuration(transport: try HCITransportSpec(parsing: hci)), logger: logger)
     }
 
     /// The host, opening the controller on first use.
-    public func host() async throws -> BLEHost {
+    package func host() async throws -> BLEHost {
         try await provider.host()
     }
 
     /// Closes the controller connection.
-    public func shutdown() async {
+    package func shutdown() async {
         await provider.shutdown()
     }
 
     // MARK: - Advertising
 
-    public func startAdvertising(
+    package func startAdvertising(
         _ request: AdvertisingRequest, onIncoming: @escaping @Sendable (any EndpointChannel) -> Void
     ) async throws -> any AdvertisingSession {
         let host = try await host()
@@ -126,7 +126,7 @@ public final class BLEMedium: MediumDriver {
 
     // MARK: - Discovery
 
-    public func discover(serviceID: String, pcp: PCP) -> AsyncThrowingStream<DiscoveryEvent, any Error> {
+    package func discover(serviceID: String, pcp: PCP) -> AsyncThrowingStream<DiscoveryEvent, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: DiscoveryEvent.self, throwing: (any Error).self)
         let (reports, reportSink) = AsyncStream.makeStream(of: AdvertisingReport.self, bufferingPolicy: .bufferingNewest(256))
         let configuration = self.configuration
@@ -164,7 +164,7 @@ public final class BLEMedium: MediumDriver {
 
     // MARK: - Connecting
 
-    public func connect(to route: EndpointRoute) async throws -> any EndpointChannel {
+    package func connect(to route: EndpointRoute) async throws -> any EndpointChannel {
         guard case .ble(let addressText, let psm) = route, let address = BLEAddress(string: addressText) else {
             throw NearbyError(.invalidArgument, "the BLE medium cannot connect to \(route)")
         }
@@ -211,17 +211,17 @@ actor HostProvider {
 }
 
 /// A running BLE advertisement and its L2CAP server.
-public struct BLEAdvertisingSession: AdvertisingSession {
+package struct BLEAdvertisingSession: AdvertisingSession {
     /// `MediumKind.ble`.
-    public let medium: MediumKind = .ble
+    package let medium: MediumKind = .ble
     /// Always `nil`: BLE listens on a PSM, see ``psm``.
-    public let port: Int? = nil
+    package let port: Int? = nil
     /// Always `nil`.
-    public let discoverabilityProblem: NearbyError? = nil
+    package let discoverabilityProblem: NearbyError? = nil
     /// The form and PSM advertised.
-    public let advertisedName: String
+    package let advertisedName: String
     /// The L2CAP PSM accepting channels.
-    public let psm: UInt16
+    package let psm: UInt16
     private let host: BLEHost
 
     init(host: BLEHost, psm: UInt16, advertisedName: String) {
@@ -231,7 +231,7 @@ public struct BLEAdvertisingSession: AdvertisingSession {
     }
 
     /// Stops advertising and the channel server.
-    public func stop() async {
+    package func stop() async {
         await host.stopAdvertising()
         await host.stopListening(psm: psm)
     }

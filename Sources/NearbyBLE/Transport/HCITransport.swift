@@ -8,7 +8,7 @@ import NIOPosix
 import NearbyWire
 
 /// A byte pipe to an HCI controller carrying H4-framed packets.
-public protocol HCITransport: AnyObject, Sendable {
+package protocol HCITransport: AnyObject, Sendable {
     /// A description for logs.
     var description: String { get }
     /// Bytes from the controller, in arbitrary pieces (the transports ``HCITransportFactory`` opens deliver one
@@ -25,12 +25,12 @@ public protocol HCITransport: AnyObject, Sendable {
 /// Opens the transport a ``HCITransportSpec`` names, as a SwiftNIO channel on the shared event loop group:
 /// `ClientBootstrap` for H4 over TCP, `NIOPipeBootstrap` adopting the descriptor of a UART or of the HCI user
 /// channel.
-public enum HCITransportFactory {
+package enum HCITransportFactory {
     /// Opens `spec`, blocking the calling thread until the controller is connected (as long as a TCP connect
     /// takes); async code should prefer `connect(_:)`.
     /// - Throws: ``NearbyWire/NearbyError`` `.mediumUnavailable` naming the cause when the controller cannot be
     ///   reached (connection refused, no such device, no Bluetooth in the kernel).
-    public static func open(_ spec: HCITransportSpec) throws -> any HCITransport {
+    package static func open(_ spec: HCITransportSpec) throws -> any HCITransport {
         try opening(spec).wait()
     }
 

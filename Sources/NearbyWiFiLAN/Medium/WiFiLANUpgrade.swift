@@ -170,7 +170,7 @@ enum IPAddressText {
         let ok = bytes.withUnsafeBytes { raw in
             inet_ntop(family, raw.baseAddress, &buffer, socklen_t(buffer.count)) != nil
         }
-        guard ok else { return nil }
-        return String(cString: buffer)
+        guard ok, let end = buffer.firstIndex(of: 0) else { return nil }
+        return String(decoding: buffer[..<end].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
