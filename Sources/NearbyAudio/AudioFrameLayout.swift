@@ -6,7 +6,7 @@ public struct AudioFrameLayout: Sendable, Hashable {
     public static let paritySymbols = 5
     /// The Welch–Costas sequence of order 16: 3^i mod 17 − 1 for i = 0..<16.
     static let welchCostas: [Int] = [0, 2, 8, 9, 12, 4, 14, 10, 15, 13, 7, 6, 3, 11, 1, 5]
-    /// The preamble's tone indices: the first eight elements of ``welchCostas``.
+    /// The preamble's tone indices: the first eight elements of `welchCostas`.
     public static let preambleTones: [Int] = Array(welchCostas.prefix(8))
 
     /// The token length in bytes.

@@ -49,7 +49,9 @@ public struct AudioTokenDecoder: Sendable {
 
     /// Creates a decoder.
     ///
-    /// - Parameter detectionThreshold: the minimum preamble score; 0.25 (noise scores about 0.06) by default.
+    /// - Parameters:
+    ///   - configuration: the sample rate and token length, the same as the encoder's.
+    ///   - detectionThreshold: the minimum preamble score; 0.25 (noise scores about 0.06) by default.
     public init(configuration: AudioModemConfiguration = .standard, detectionThreshold: Float = 0.25) {
         self.configuration = configuration
         self.detectionThreshold = detectionThreshold

@@ -29,7 +29,7 @@ public final class Advertiser: Sendable {
     /// Starts advertising `context` (the endpoint info, at most 131 bytes) on the given mediums (default: those of
     /// ``ConnectionOptions/mediums``). It starts after earlier starts and stops of this manager have finished.
     /// - Returns: one session per medium, with its port and whether peers can discover it.
-    /// - Throws: ``NearbyWire/NearbyError``: `.outOfOrderApiCall` when already advertising, `.invalidArgument` for
+    /// - Throws: `NearbyError`: `.outOfOrderApiCall` when already advertising, `.invalidArgument` for
     ///   endpoint info over 131 bytes, why no medium asked for can advertise (`.bluetoothUnavailable` for BLE without
     ///   a controller, `.mediumUnavailable`).
     @discardableResult

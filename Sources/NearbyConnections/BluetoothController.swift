@@ -11,7 +11,7 @@ public struct BluetoothController: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses `spec`: `tcp:HOST:PORT`, `uart:/dev/ttyX[@BAUD]` or `hci:N`. Nothing is opened yet: the controller is
     /// opened when advertising, discovery or a connection first needs it.
-    /// - Throws: ``NearbyWire/NearbyError`` `.invalidArgument` naming what is wrong with `spec`.
+    /// - Throws: `NearbyError` `.invalidArgument` naming what is wrong with `spec`.
     public init(_ spec: String) throws {
         transport = try HCITransportSpec(parsing: spec)
     }

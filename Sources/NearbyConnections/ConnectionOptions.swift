@@ -23,7 +23,7 @@ public struct ConnectionOptions: Sendable {
     /// zero (at once, as other implementations do).
     public var bandwidthUpgradeDelay: Duration
     /// Limits on what peers can make this process hold: bytes received per connection, free disk space kept,
-    /// open payloads, endpoints, decision and write deadlines. Default: ``NearbyCore/ResourceLimits/init()``.
+    /// open payloads, endpoints, decision and write deadlines. Default: `ResourceLimits.init()`.
     public var limits: ResourceLimits
     /// The logger. Set its level to `.debug` for the debug log of every internal event.
     public var logger: Logger

@@ -28,7 +28,7 @@ public final class Discoverer: Sendable {
 
     /// Starts discovering on the given mediums (default: those of ``ConnectionOptions/mediums``), after earlier
     /// starts and stops of this manager have finished.
-    /// - Throws: ``NearbyWire/NearbyError``: `.outOfOrderApiCall` when already discovering, why no medium asked for
+    /// - Throws: `NearbyError`: `.outOfOrderApiCall` when already discovering, why no medium asked for
     ///   can discover (`.bluetoothUnavailable` for BLE without a controller).
     public func startDiscovery(mediums: Set<Medium>? = nil) async throws {
         let manager = connectionManager
@@ -73,9 +73,12 @@ public final class Discoverer: Sendable {
     }
 
     /// Requests a connection to a found endpoint, introducing this device with `context` (its endpoint info).
-    /// - Parameter mediums: The mediums the connection may use (default: any); the endpoint must have been found
-    ///   over one of them.
-    /// - Throws: ``NearbyWire/NearbyError``: `.endpointUnknown` for an endpoint not found, `.mediumUnavailable` when
+    /// - Parameters:
+    ///   - endpointID: The endpoint to connect to, as `.endpointFound` reported it.
+    ///   - context: This device's endpoint info, shown to the advertiser in `.connectionRequested`.
+    ///   - mediums: The mediums the connection may use (default: any); the endpoint must have been found
+    ///     over one of them.
+    /// - Throws: `NearbyError`: `.endpointUnknown` for an endpoint not found, `.mediumUnavailable` when
     ///   it was found over a medium not in `mediums`, or why the connection failed.
     public func requestConnection(to endpointID: EndpointID, using context: Data, mediums: Set<Medium>? = nil)
         async throws

@@ -19,7 +19,7 @@ package struct MediumFactory: Sendable {
     }
 
     /// The driver of one medium: Wi-Fi LAN through Avahi and TCP, BLE on ``bluetoothController``.
-    /// - Throws: ``NearbyWire/NearbyError`` `.bluetoothUnavailable` for BLE without a controller.
+    /// - Throws: `NearbyError` `.bluetoothUnavailable` for BLE without a controller.
     package func driver(for kind: MediumKind) throws -> any MediumDriver {
         switch kind {
         case .wifiLAN:

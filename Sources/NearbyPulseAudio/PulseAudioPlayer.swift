@@ -1,7 +1,7 @@
 import CPulseSimple
 import NearbyAudio
 
-/// Plays mono Float PCM (for example ``AudioTokenEncoder`` frames) through the sound server.
+/// Plays mono Float PCM (for example `AudioTokenEncoder` frames) through the sound server.
 ///
 /// Talks to PulseAudio, or to PipeWire's PulseAudio service, through libpulse-simple. The server is `PULSE_SERVER`
 /// unless given; the sink is the server's default unless given. Calls block; run them on a dedicated thread.
@@ -17,6 +17,8 @@ public final class PulseAudioPlayer: Sendable {
     ///   - server: a PulseAudio server string (`unix:/path`, `tcp:host`); nil uses `PULSE_SERVER` or the default.
     ///   - sink: the sink's name; nil uses the default sink.
     ///   - sampleRate: the stream's rate; the server converts to the sink's rate when they differ.
+    ///   - applicationName: the client name the sound server shows for this program.
+    ///   - streamName: the name the sound server shows for this stream.
     /// - Throws: `NearbyError` `.mediumUnavailable` with a ``PulseAudioFailure`` cause.
     public init(
         server: String? = nil, sink: String? = nil, sampleRate: Int = AudioModemConfiguration.standard.sampleRate,

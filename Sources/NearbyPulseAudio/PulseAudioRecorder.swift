@@ -1,7 +1,7 @@
 import CPulseSimple
 import NearbyAudio
 
-/// Records mono Float PCM (for an ``AudioTokenDecoder``) from the sound server.
+/// Records mono Float PCM (for an `AudioTokenDecoder`) from the sound server.
 ///
 /// Talks to PulseAudio, or to PipeWire's PulseAudio service, through libpulse-simple. The server is `PULSE_SERVER`
 /// unless given; the source is the server's default unless given (a sink's monitor is `<sink>.monitor`). Calls
@@ -19,6 +19,8 @@ public final class PulseAudioRecorder: Sendable {
     ///   - source: the source's name; nil uses the default source.
     ///   - sampleRate: the stream's rate; the server converts from the source's rate when they differ.
     ///   - fragmentSamples: how many samples the server gathers before it sends them (the recording latency).
+    ///   - applicationName: the client name the sound server shows for this program.
+    ///   - streamName: the name the sound server shows for this stream.
     /// - Throws: `NearbyError` `.mediumUnavailable` with a ``PulseAudioFailure`` cause.
     public init(
         server: String? = nil, source: String? = nil, sampleRate: Int = AudioModemConfiguration.standard.sampleRate,

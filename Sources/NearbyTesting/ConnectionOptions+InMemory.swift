@@ -11,7 +11,7 @@ extension ConnectionOptions {
     /// options.useInMemoryMediums([InMemoryMedium(air: air)])
     /// ```
     ///
-    /// ``ConnectionOptions/mediums`` then lists the kinds these mediums report; ``ConnectionOptions/bluetoothController``
+    /// `ConnectionOptions.mediums` then lists the kinds these mediums report; `ConnectionOptions.bluetoothController`
     /// is not used.
     public mutating func useInMemoryMediums(_ mediums: [InMemoryMedium]) {
         drivers = mediums

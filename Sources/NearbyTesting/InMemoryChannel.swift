@@ -49,7 +49,7 @@ public final class InMemoryChannel: EndpointChannel, @unchecked Sendable {
     }
 
     /// Hands `body` to the other end (dropped while frozen, held while writes stall).
-    /// - Throws: ``NearbyWire/NearbyError`` `.invalidFraming` over the frame limit, `.endpointIoError` once the other
+    /// - Throws: `NearbyError` `.invalidFraming` over the frame limit, `.endpointIoError` once the other
     ///   end is gone or the channel closed under a stalled write.
     public func writeFrame(_ body: [UInt8]) async throws {
         guard body.count <= LengthPrefixFraming.maxFrameLength else {

@@ -113,7 +113,7 @@ public final class InMemoryMedium: MediumDriver {
     }
 
     /// Connects to the advertisement `route` names (its port on the air).
-    /// - Throws: ``NearbyWire/NearbyError`` `.endpointIoError` when nothing advertises there.
+    /// - Throws: `NearbyError` `.endpointIoError` when nothing advertises there.
     public func connect(to route: EndpointRoute) async throws -> any EndpointChannel {
         guard case .tcp(_, let port) = route,
             let advertisement = air.advertisements.withLock({ $0[String(port)] })

@@ -45,7 +45,7 @@ package struct H4Deframer: Sendable {
     }
 
     /// The next complete packet, or `nil` when more bytes are needed.
-    /// - Throws: ``NearbyWire/NearbyError`` `.malformedHCIPacket` for an unknown packet indicator.
+    /// - Throws: `NearbyError` `.malformedHCIPacket` for an unknown packet indicator.
     package mutating func next() throws -> H4Packet? {
         guard !bytes.isEmpty else { return nil }
         let indicator = bytes[0]

@@ -81,7 +81,7 @@ package enum HCIEvent: Sendable, Hashable {
     }
 
     /// Decodes an event packet (code, length, parameters; no H4 indicator).
-    /// - Throws: ``NearbyWire/NearbyError`` `.malformedHCIPacket` when the length byte disagrees with the packet or
+    /// - Throws: `NearbyError` `.malformedHCIPacket` when the length byte disagrees with the packet or
     ///   a known event's parameters are truncated or inconsistent.
     package init(decoding packet: [UInt8]) throws {
         guard packet.count >= 2 else { throw NearbyError(.malformedHCIPacket, "HCI event shorter than its header") }
@@ -190,7 +190,7 @@ package enum AdvertisingData {
     package static let serviceData16Type: UInt8 = 0x16
 
     /// Splits advertising data into (type, value) pairs.
-    /// - Throws: ``NearbyWire/NearbyError`` `.invalidAdvertisement` when a structure runs past the end.
+    /// - Throws: `NearbyError` `.invalidAdvertisement` when a structure runs past the end.
     package static func structures(_ data: [UInt8]) throws -> [(type: UInt8, value: [UInt8])] {
         var result: [(type: UInt8, value: [UInt8])] = []
         var i = 0

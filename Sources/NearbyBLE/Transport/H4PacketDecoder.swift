@@ -5,7 +5,7 @@ import NearbyWire
 /// NIO pipeline.
 ///
 /// The framing rules live in ``H4Deframer``; this decoder feeds it the bytes NIO reads and passes on each complete
-/// packet. An unknown packet indicator is thrown as ``NearbyWire/NearbyError`` `.malformedHCIPacket` (H4 cannot
+/// packet. An unknown packet indicator is thrown as `NearbyError` `.malformedHCIPacket` (H4 cannot
 /// resynchronise, so the transport then ends). Bytes of an incomplete packet left when the stream ends are dropped.
 package struct H4PacketDecoder: ByteToMessageDecoder {
     package typealias InboundOut = H4Packet

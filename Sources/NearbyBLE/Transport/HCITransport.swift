@@ -28,7 +28,7 @@ package protocol HCITransport: AnyObject, Sendable {
 package enum HCITransportFactory {
     /// Opens `spec`, blocking the calling thread until the controller is connected (as long as a TCP connect
     /// takes); async code should prefer `connect(_:)`.
-    /// - Throws: ``NearbyWire/NearbyError`` `.mediumUnavailable` naming the cause when the controller cannot be
+    /// - Throws: `NearbyError` `.mediumUnavailable` naming the cause when the controller cannot be
     ///   reached (connection refused, no such device, no Bluetooth in the kernel).
     package static func open(_ spec: HCITransportSpec) throws -> any HCITransport {
         try opening(spec).wait()

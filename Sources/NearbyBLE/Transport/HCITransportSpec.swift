@@ -10,7 +10,7 @@ public enum HCITransportSpec: Sendable, Hashable, CustomStringConvertible {
     case hciUserChannel(index: Int)
 
     /// Parses a transport string.
-    /// - Throws: ``NearbyWire/NearbyError`` `.invalidArgument` naming what is wrong.
+    /// - Throws: `NearbyError` `.invalidArgument` naming what is wrong.
     public init(parsing text: String) throws {
         func bad(_ why: String) -> NearbyError {
             NearbyError(.invalidArgument, "HCI transport '\(text)': \(why); use tcp:HOST:PORT, uart:/dev/ttyX[@BAUD] or hci:N")

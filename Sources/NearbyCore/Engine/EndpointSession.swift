@@ -66,13 +66,13 @@ public actor EndpointSession {
     ///
     /// - Parameters:
     ///   - upgradeMediums: Mediums the connection may move to in a bandwidth upgrade (those whose
-    ///     ``Medium/supportsUpgradeListening`` is true). Empty: offers are refused.
+    ///     ``MediumDriver/supportsUpgradeListening`` is true). Empty: offers are refused.
     ///   - autoUpgrade: Whether an incoming (advertiser-side) session offers an upgrade once connected.
     ///   - localEndpointID: Our endpoint ID, sent in the CLIENT_INTRODUCTION of an upgrade.
     ///   - limits: The write deadline, the decision deadline and the range peer-chosen keep-alive timeouts are
     ///     clamped into.
     ///   - clock: The clock every timer of the session sleeps on.
-    public init(
+    package init(
         channel: any EndpointChannel, machine: ConnectionStateMachine, keepAlive: KeepAliveSettings,
         receiveDirectory: URL, timeouts: Timeouts = .init(), limits: ResourceLimits = .init(), logger: Logger,
         admission: Admission? = nil,

@@ -25,6 +25,6 @@ public struct BeaconScanSettings: Sendable, Hashable {
 /// A BLE scanner that yields advertising reports. The BLE medium's scanner conforms to it; tests feed fakes.
 public protocol AdvertisingReportSource: Sendable {
     /// Starts scanning; the stream ends when the task iterating it is cancelled, or with an error (code
-    /// ``NearbyWire/NearbyError/Code/bluetoothUnavailable``) when the controller cannot be used.
+    /// `NearbyError.Code.bluetoothUnavailable`) when the controller cannot be used.
     func advertisingReports(_ settings: BeaconScanSettings) -> AsyncThrowingStream<AdvertisingReport, any Error>
 }

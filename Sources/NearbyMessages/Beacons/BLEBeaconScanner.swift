@@ -8,7 +8,7 @@ import NearbyWire
 /// (continuously, or with the low-power preset when ``BeaconScanSettings/lowDutyCycle`` allows it) and yields every
 /// advertising report until the iterating task is cancelled; then it stops scanning and releases the controller.
 /// A controller that cannot be opened, or that fails while scanning, ends the stream with
-/// ``NearbyWire/NearbyError/Code/bluetoothUnavailable``.
+/// `NearbyError.Code.bluetoothUnavailable`.
 public struct BLEBeaconScanner: AdvertisingReportSource {
     /// The controller's transport (`tcp:HOST:PORT`, `uart:/dev/ttyX[@BAUD]` or `hci:N`).
     public let transport: HCITransportSpec

@@ -51,7 +51,7 @@ public final class MessageManager: Sendable {
     ///   - permissionRequest: Asks for consent when it is not granted; the default asks on the terminal and denies
     ///     without one.
     ///   - bluetoothController: The Bluetooth controller BLE strategies run on; without one, BLE is reported as
-    ///     unavailable (``NearbyWire/NearbyError/Code/bluetoothUnavailable``) and Wi-Fi LAN is used alone.
+    ///     unavailable (`NearbyError.Code.bluetoothUnavailable`) and Wi-Fi LAN is used alone.
     ///   - beaconSource: The BLE scanner beacons come from; `nil` when there is none (beacon subscriptions then
     ///     report a Bluetooth problem).
     ///   - onBluetoothProblem: Called when the Bluetooth controller is missing or unusable.
@@ -126,10 +126,10 @@ public final class MessageManager: Sendable {
     ///
     /// A message whose envelope fits in 131 bytes is advertised as the endpoint info; a larger one is advertised as
     /// a descriptor and sent to each subscriber that connects to fetch it.
-    /// - Throws: `NearbyError`: ``NearbyWire/NearbyError/Code/messageTooLarge`` over 102,400 bytes,
-    ///   ``NearbyWire/NearbyError/Code/invalidMessageLabel`` for `*` in the namespace or type,
-    ///   ``NearbyWire/NearbyError/Code/consentNotGranted``, `.invalidArgument` for a strategy without broadcast,
-    ///   `.mediumUnavailable` / ``NearbyWire/NearbyError/Code/bluetoothUnavailable`` when no medium can advertise.
+    /// - Throws: `NearbyError`: `NearbyError.Code.messageTooLarge` over 102,400 bytes,
+    ///   `NearbyError.Code.invalidMessageLabel` for `*` in the namespace or type,
+    ///   `NearbyError.Code.consentNotGranted`, `.invalidArgument` for a strategy without broadcast,
+    ///   `.mediumUnavailable` / `NearbyError.Code.bluetoothUnavailable` when no medium can advertise.
     public func publish(_ message: Message, options: PublishOptions = PublishOptions()) async throws -> Publication {
         try message.validate()
         if options.plainEndpointInfo {
@@ -150,8 +150,8 @@ public final class MessageManager: Sendable {
     /// Subscribes to messages (and, with ``DeviceTypes/bleBeacons``, beacons) until the returned subscription is
     /// cancelled or released, or its TTL runs out. Found and lost are delivered to `onFound` / `onLost` and to
     /// every iterator of the subscription.
-    /// - Throws: `NearbyError`: ``NearbyWire/NearbyError/Code/consentNotGranted``, `.invalidArgument` for a
-    ///   strategy without scan, ``NearbyWire/NearbyError/Code/bluetoothUnavailable`` / `.mediumUnavailable` when
+    /// - Throws: `NearbyError`: `NearbyError.Code.consentNotGranted`, `.invalidArgument` for a
+    ///   strategy without scan, `NearbyError.Code.bluetoothUnavailable` / `.mediumUnavailable` when
     ///   nothing can be discovered with.
     public func subscribe(
         options: SubscribeOptions = SubscribeOptions(), onFound: (@Sendable (Message) -> Void)? = nil,

@@ -44,8 +44,8 @@ public struct Message: Sendable, Hashable, CustomStringConvertible {
 
     /// Checks the limits: content at most ``maximumContentSize`` bytes, type at most ``maximumTypeLength``
     /// characters, namespace and type together at most ``maximumLabelBytes`` UTF-8 bytes, and no `*` in either.
-    /// - Throws: `NearbyError` with code ``NearbyWire/NearbyError/Code/messageTooLarge`` or
-    ///   ``NearbyWire/NearbyError/Code/invalidMessageLabel``.
+    /// - Throws: `NearbyError` with code `NearbyError.Code.messageTooLarge` or
+    ///   `NearbyError.Code.invalidMessageLabel`.
     public func validate() throws(NearbyError) {
         guard content.count <= Self.maximumContentSize else {
             throw NearbyError(

@@ -18,7 +18,7 @@ public struct MessageFilter: Sendable, Hashable {
     public init() {}
 
     /// Adds a namespace and type (`nil` type: every type in the namespace).
-    /// - Throws: `NearbyError` with code ``NearbyWire/NearbyError/Code/invalidMessageLabel`` when either contains `*`.
+    /// - Throws: `NearbyError` with code `NearbyError.Code.invalidMessageLabel` when either contains `*`.
     public func including(namespace: String, type: String?) throws(NearbyError) -> MessageFilter {
         try Message.checkLabel(namespace, "namespace")
         if let type { try Message.checkLabel(type, "type") }

@@ -7,7 +7,7 @@ import NearbyWire
 /// listener still runs and peers can connect by address; ``discoverabilityProblem`` then says why nobody can discover
 /// it.
 package final class WiFiLANAdvertisingSession: AdvertisingSession {
-    /// Always ``NearbyCore/MediumKind/wifiLAN``.
+    /// Always `MediumKind.wifiLAN`.
     package var medium: MediumKind { .wifiLAN }
     /// The port the listener accepts connections on.
     package var port: Int? { listener.port }

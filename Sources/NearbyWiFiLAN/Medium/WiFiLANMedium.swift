@@ -7,18 +7,18 @@ import NearbyWire
 /// The Wi-Fi LAN medium: endpoints are advertised and discovered with DNS-SD (mDNS) and connected over TCP.
 ///
 /// Advertising listens on a TCP port and publishes a service of type `_<12 hex>._tcp` (from the service ID) whose
-/// instance name is the 10-byte ``NearbyWire/WifiLanServiceInfo`` in base64 and whose TXT key `n` holds the
+/// instance name is the 10-byte `WifiLanServiceInfo` in base64 and whose TXT key `n` holds the
 /// endpoint info. Discovering browses that type and reports each matching endpoint with a TCP route to it.
 ///
 /// DNS-SD goes through ``AvahiServiceDiscovery`` unless another ``DNSServiceDiscovery`` is injected. When
 /// avahi-daemon is not running, advertising still listens (and says so in
-/// ``NearbyCore/AdvertisingSession/discoverabilityProblem``), connecting by address still works, and discovery
+/// `AdvertisingSession.discoverabilityProblem`), connecting by address still works, and discovery
 /// finishes with `.mediumUnavailable`.
 package final class WiFiLANMedium: MediumDriver {
     /// The longest time publishing the DNS-SD service may take before advertising goes on without it.
     package static let registrationTimeout: Duration = .seconds(10)
 
-    /// Always ``NearbyCore/MediumKind/wifiLAN``.
+    /// Always `MediumKind.wifiLAN`.
     package var kind: MediumKind { .wifiLAN }
     /// The address the advertising listener binds to.
     package let listenHost: String
@@ -50,9 +50,9 @@ package final class WiFiLANMedium: MediumDriver {
     /// Listens on `request.port` (or a port the system chooses), then publishes the DNS-SD service for it.
     ///
     /// Publishing takes about a second (Avahi probes the name first). When it fails, the session is returned anyway
-    /// with a ``NearbyCore/AdvertisingSession/discoverabilityProblem`` and a warning is logged.
+    /// with a `AdvertisingSession.discoverabilityProblem` and a warning is logged.
     ///
-    /// - Throws: ``NearbyWire/NearbyError`` with code `.invalidArgument` for an endpoint ID that is not 4 printable
+    /// - Throws: `NearbyError` with code `.invalidArgument` for an endpoint ID that is not 4 printable
     ///   ASCII characters, endpoint info over 131 bytes or a bad port; `.endpointIoError` when the port cannot be
     ///   listened on; `CancellationError` when the task is cancelled while publishing (nothing stays open).
     package func startAdvertising(
@@ -105,8 +105,8 @@ package final class WiFiLANMedium: MediumDriver {
     ///
     /// Services whose instance name is not a Wi-Fi LAN service info, whose service-ID hash or strategy differ, or
     /// whose TXT record lacks a valid `n` key are skipped (and logged). Found endpoints carry a
-    /// ``NearbyCore/EndpointRoute/tcp(hosts:port:)`` route with IPv4 addresses first; when their service
-    /// disappears, ``NearbyCore/DiscoveryEvent/lost(endpointID:medium:)`` follows.
+    /// `EndpointRoute.tcp(hosts:port:)` route with IPv4 addresses first; when their service
+    /// disappears, `DiscoveryEvent.lost(endpointID:medium:)` follows.
     ///
     /// The stream finishes with the DNS-SD client's error (`.mediumUnavailable` when avahi-daemon is not running or
     /// goes away); cancel the consuming task to stop browsing.
@@ -169,8 +169,8 @@ package final class WiFiLANMedium: MediumDriver {
     /// Connects to a discovered endpoint's TCP route, trying its hosts in order for
     /// ``TCPConnector/defaultAttemptTimeout`` each.
     ///
-    /// - Throws: ``NearbyWire/NearbyError`` with code `.invalidArgument` for a route that is not
-    ///   ``NearbyCore/EndpointRoute/tcp(hosts:port:)`` (or has no host, or a bad port); `.endpointIoError` naming
+    /// - Throws: `NearbyError` with code `.invalidArgument` for a route that is not
+    ///   `EndpointRoute.tcp(hosts:port:)` (or has no host, or a bad port); `.endpointIoError` naming
     ///   every failed attempt.
     package func connect(to route: EndpointRoute) async throws -> any EndpointChannel {
         guard case .tcp(let hosts, let port) = route else {

@@ -12,7 +12,7 @@ import NearbyWire
 /// The listener of one bandwidth upgrade to Wi-Fi LAN: a TCP listener on a port the system chose, offered at
 /// every usable address of this host.
 package final class WiFiLANUpgradeListener: UpgradeListener {
-    /// Always ``NearbyCore/MediumKind/wifiLAN``.
+    /// Always `MediumKind.wifiLAN`.
     package var medium: MediumKind { .wifiLAN }
     /// A WIFI_LAN path with the addresses (IPv6 first, then IPv4) and the listener's port.
     package let pathInfo: UpgradePathInfo
@@ -41,7 +41,7 @@ extension WiFiLANMedium {
     /// global IPv6 ones when listening on `::`, or `listenHost` itself when it is one address. Loopback and
     /// link-local addresses are never offered (peers refuse them).
     ///
-    /// - Throws: ``NearbyWire/NearbyError`` `.mediumUnavailable` when this host has no such address (no LAN), or
+    /// - Throws: `NearbyError` `.mediumUnavailable` when this host has no such address (no LAN), or
     ///   `.endpointIoError` when the port cannot be listened on.
     package func startUpgradeListener(
         onIncoming: @escaping @Sendable (any EndpointChannel) -> Void
@@ -65,11 +65,11 @@ extension WiFiLANMedium {
     /// given, then the legacy `ip_address`/`wifi_port`.
     ///
     /// A path the peer should not have offered is refused before any connect attempt: one with more than
-    /// ``NearbyWire/UpgradeAddressRules/maxCandidates`` candidates, or with any address that
-    /// ``NearbyWire/UpgradeAddressRules/refusal(_:)`` refuses (unspecified, loopback, link-local, multicast,
+    /// `UpgradeAddressRules.maxCandidates` candidates, or with any address that
+    /// `UpgradeAddressRules.refusal(_:)` refuses (unspecified, loopback, link-local, multicast,
     /// broadcast, in any IPv4-mapped or -compatible form).
     ///
-    /// - Throws: ``NearbyWire/NearbyError`` `.invalidArgument` for a path that is not WIFI_LAN or has no address;
+    /// - Throws: `NearbyError` `.invalidArgument` for a path that is not WIFI_LAN or has no address;
     ///   `.invalidFrame` for a refused path; `.endpointIoError` naming every failed attempt.
     package func connectForUpgrade(to path: UpgradePathInfo) async throws -> any EndpointChannel {
         guard path.medium == .wifiLan, path.hasWifiLanSocket else {
