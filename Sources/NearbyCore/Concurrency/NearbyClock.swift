@@ -3,12 +3,12 @@
 /// It wraps any `Clock` whose duration is `Duration` (the system's `ContinuousClock` in production, a
 /// `ManualClock` from the `NearbyTesting` product in tests) so that code holding it needs no generic parameter and
 /// can compare instants as plain `Duration`s since the clock was wrapped.
-public struct NearbyClock: Sendable {
+package struct NearbyClock: Sendable {
     private let elapsed: @Sendable () -> Duration
     private let sleeper: @Sendable (Duration) async throws -> Void
 
     /// Wraps `clock`; `now` counts from this moment.
-    public init<C: Clock>(_ clock: C) where C.Duration == Duration {
+    package init<C: Clock>(_ clock: C) where C.Duration == Duration {
         let start = clock.now
         elapsed = { start.duration(to: clock.now) }
         sleeper = { duration in
@@ -17,20 +17,20 @@ public struct NearbyClock: Sendable {
     }
 
     /// Wraps an existential clock (opened to its concrete type).
-    public init(any clock: any Clock<Duration>) {
+    package init(any clock: any Clock<Duration>) {
         self = Self.open(clock)
     }
 
     private static func open<C: Clock<Duration>>(_ clock: C) -> NearbyClock { NearbyClock(clock) }
 
     /// The system's continuous clock.
-    public static var continuous: NearbyClock { NearbyClock(ContinuousClock()) }
+    package static var continuous: NearbyClock { NearbyClock(ContinuousClock()) }
 
     /// Time since this clock was wrapped.
-    public var now: Duration { elapsed() }
+    package var now: Duration { elapsed() }
 
     /// Suspends for `duration` of this clock's time; throws `CancellationError` when the task is cancelled.
-    public func sleep(for duration: Duration) async throws {
+    package func sleep(for duration: Duration) async throws {
         guard duration > .zero else {
             try Task.checkCancellation()
             return

@@ -1,7 +1,7 @@
 import Logging
 import NearbyWire
 
-/// Reading: frames from the peer go through the D2D context and the ``ConnectionStateMachine``; the session
+/// Reading: frames from the peer go through the D2D context and the `ConnectionStateMachine`; the session
 /// performs the machine's actions and hands payloads to the ``IncomingPayloadSink`` and negotiation frames to the
 /// ``UpgradeCoordinator``.
 extension EndpointSession {

@@ -12,7 +12,7 @@ package final class SecureContextBox: Sendable {
     var isEnabled: Bool { context.withLock { $0 != nil } }
 }
 
-/// Drives one connection over one channel: reads frames and performs its ``ConnectionStateMachine``'s actions,
+/// Drives one connection over one channel: reads frames and performs its `ConnectionStateMachine`'s actions,
 /// and wires the parts that do the rest: the outgoing payload sender, the incoming payload sink, the bandwidth
 /// upgrade coordinator and the connection's deadlines (armed on the session's clock). It reports
 /// ``EndpointEvent``s.

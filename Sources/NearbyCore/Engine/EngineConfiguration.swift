@@ -21,7 +21,7 @@ public enum Strategy: String, Sendable, Hashable, CaseIterable {
     }
 }
 
-/// Everything a ``NearbyEngine`` needs to know up front.
+/// Everything a `NearbyEngine` needs to know up front.
 public struct EngineConfiguration: Sendable {
     /// The service ID; only endpoints with the same service ID see each other.
     public var serviceID: String

@@ -2,21 +2,21 @@ import Logging
 
 /// Logs a warning when a bounded event stream starts dropping events because its consumer does not keep up:
 /// once when the first event is dropped, then again only after the stream had room again.
-public final class EventOverflowWarning: Sendable {
+package final class EventOverflowWarning: Sendable {
     private let logger: Logger
     private let what: String
     private let limit: Int
     private let overflowing = LockedValue(false)
 
     /// Creates a warning for the stream `what`, bounded at `limit` events.
-    public init(logger: Logger, what: String, limit: Int) {
+    package init(logger: Logger, what: String, limit: Int) {
         self.logger = logger
         self.what = what
         self.limit = limit
     }
 
     /// Looks at the result of one `yield`.
-    public func check<Element>(_ result: AsyncStream<Element>.Continuation.YieldResult) {
+    package func check<Element>(_ result: AsyncStream<Element>.Continuation.YieldResult) {
         let dropped: Bool
         switch result {
         case .dropped: dropped = true

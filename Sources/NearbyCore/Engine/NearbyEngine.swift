@@ -5,17 +5,17 @@ import NearbyWire
 
 /// The connection engine: advertising, discovery, connection requests, strategy rules and payloads over any set
 /// of mediums. The public `ConnectionManager` API is a thin layer over it.
-public actor NearbyEngine {
+package actor NearbyEngine {
     /// The configuration.
-    public nonisolated let configuration: EngineConfiguration
+    package nonisolated let configuration: EngineConfiguration
     /// This device's endpoint ID (4 characters), stable for the engine's lifetime.
-    public nonisolated let localEndpointID: String
+    package nonisolated let localEndpointID: String
     /// Everything the engine reports, in order.
     ///
     /// The buffer is bounded: it holds up to ``ResourceLimits/maxBufferedEvents`` events not yet consumed; beyond
     /// that the oldest buffered events are dropped (the newest are kept, so a consumer that catches up sees the
     /// current state) and a warning is logged once per overflow. Consume it promptly.
-    public nonisolated let events: AsyncStream<EngineEvent>
+    package nonisolated let events: AsyncStream<EngineEvent>
 
     private let mediums: [any MediumDriver]
     private let continuation: AsyncStream<EngineEvent>.Continuation
@@ -31,7 +31,7 @@ public actor NearbyEngine {
     private let clock: NearbyClock
 
     /// Creates an engine over `mediums` (in priority order).
-    public init(configuration: EngineConfiguration, mediums: [any MediumDriver], localEndpointID: String? = nil) {
+    package init(configuration: EngineConfiguration, mediums: [any MediumDriver], localEndpointID: String? = nil) {
         self.configuration = configuration
         self.mediums = mediums
         clock = NearbyClock(any: configuration.clock)
@@ -52,7 +52,7 @@ public actor NearbyEngine {
     /// Starts advertising `endpointInfo` on every medium (or those in `only`), and accepting connections.
     /// - Returns: the advertising sessions, one per medium that could listen.
     @discardableResult
-    public func startAdvertising(endpointInfo: [UInt8], port: Int? = nil, only: Set<MediumKind>? = nil)
+    package func startAdvertising(endpointInfo: [UInt8], port: Int? = nil, only: Set<MediumKind>? = nil)
         async throws -> [any AdvertisingSession]
     {
         guard advertising.isEmpty else { throw NearbyError(.outOfOrderApiCall, "already advertising") }
@@ -82,7 +82,7 @@ public actor NearbyEngine {
     }
 
     /// Stops advertising; connections stay up.
-    public func stopAdvertising() async {
+    package func stopAdvertising() async {
         let sessions = advertising
         advertising = []
         for session in sessions { await session.stop() }
@@ -91,7 +91,7 @@ public actor NearbyEngine {
     // MARK: - Discovery
 
     /// Starts discovering endpoints of the same service and strategy on every medium (or those in `only`).
-    public func startDiscovery(only: Set<MediumKind>? = nil) throws {
+    package func startDiscovery(only: Set<MediumKind>? = nil) throws {
         guard discoveryTasks.isEmpty else { throw NearbyError(.outOfOrderApiCall, "already discovering") }
         for medium in selected(only) {
             let stream = medium.discover(serviceID: configuration.serviceID, pcp: configuration.strategy.pcp)
@@ -110,13 +110,13 @@ public actor NearbyEngine {
     }
 
     /// Stops discovering.
-    public func stopDiscovery() {
+    package func stopDiscovery() {
         for task in discoveryTasks { task.cancel() }
         discoveryTasks = []
     }
 
     /// The endpoints currently discovered.
-    public var discoveredEndpoints: [DiscoveredEndpoint] { Array(discovered.values) }
+    package var discoveredEndpoints: [DiscoveredEndpoint] { Array(discovered.values) }
 
     private func discovery(_ event: DiscoveryEvent) {
         switch event {
@@ -137,7 +137,7 @@ public actor NearbyEngine {
     // MARK: - Connections
 
     /// Requests a connection to a discovered endpoint, introducing ourselves with `endpointInfo`.
-    public func requestConnection(to endpointID: String, endpointInfo: [UInt8]) async throws {
+    package func requestConnection(to endpointID: String, endpointInfo: [UInt8]) async throws {
         guard let endpoint = discovered[endpointID] else {
             throw NearbyError(.endpointUnknown, "endpoint \(endpointID) has not been discovered")
         }
@@ -148,7 +148,7 @@ public actor NearbyEngine {
     /// Requests a connection over a known route (for example `host:port` without discovery). The peer's endpoint
     /// ID is not part of the protocol's reply, so a route without discovery gets `peerEndpointID` or a local alias.
     @discardableResult
-    public func requestConnection(
+    package func requestConnection(
         route: EndpointRoute, medium kind: MediumKind, peerEndpointID: String? = nil, peerEndpointInfo: [UInt8] = [],
         endpointInfo: [UInt8]
     ) async throws -> String {
@@ -172,28 +172,28 @@ public actor NearbyEngine {
     }
 
     /// Accepts the pending connection with `endpointID`.
-    public func acceptConnection(_ endpointID: String) async throws {
+    package func acceptConnection(_ endpointID: String) async throws {
         try await session(endpointID).decide(accept: true)
     }
 
     /// Rejects the pending connection with `endpointID`.
-    public func rejectConnection(_ endpointID: String) async throws {
+    package func rejectConnection(_ endpointID: String) async throws {
         try await session(endpointID).decide(accept: false)
     }
 
     /// Disconnects from `endpointID`.
-    public func disconnect(from endpointID: String) async {
+    package func disconnect(from endpointID: String) async {
         await byEndpoint[endpointID]?.disconnect()
     }
 
     /// Sends a payload to a connected endpoint.
-    public func send(_ source: OutgoingPayloadSource, to endpointID: String, id: PayloadID = .unique()) async throws {
+    package func send(_ source: OutgoingPayloadSource, to endpointID: String, id: PayloadID = .unique()) async throws {
         try await session(endpointID).send(source, id: id)
     }
 
     /// Cancels a payload in either direction.
     @discardableResult
-    public func cancelPayload(_ id: PayloadID) async -> Bool {
+    package func cancelPayload(_ id: PayloadID) async -> Bool {
         for session in sessions.values where await session.cancel(id) {
             return true
         }
@@ -201,7 +201,7 @@ public actor NearbyEngine {
     }
 
     /// The endpoints currently connected.
-    public func connectedEndpoints() async -> [String] {
+    package func connectedEndpoints() async -> [String] {
         var result: [String] = []
         for (id, session) in byEndpoint where await session.isConnected {
             result.append(id)
@@ -211,7 +211,7 @@ public actor NearbyEngine {
 
     /// Stops everything: advertising, discovery and every connection. Connections are closed in parallel, each
     /// within ``EndpointSession/disconnectReturnBound``, so peers that stopped reading cannot hold it up.
-    public func shutdown() async {
+    package func shutdown() async {
         stopDiscovery()
         await stopAdvertising()
         let all = Array(sessions.values)

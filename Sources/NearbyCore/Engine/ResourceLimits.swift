@@ -27,7 +27,7 @@ public struct ResourceLimits: Sendable, Hashable {
     /// The longest one write to a peer may take before the endpoint is dropped as stalled. `nil`: the connection's
     /// keep-alive timeout. Default: `nil`.
     public var writeTimeout: Duration? = nil
-    /// The most events an event stream (``NearbyEngine/events``, `ConnectionManager.events`) buffers for a
+    /// The most events an event stream (`NearbyEngine/events`, `ConnectionManager.events`) buffers for a
     /// consumer that does not keep up; beyond it the oldest buffered events are dropped and a warning is logged.
     /// Default: 65,536.
     public var maxBufferedEvents: Int = 65_536

@@ -13,9 +13,9 @@ import NearbyWire
 /// bandwidth upgrade offer is answered with UPGRADE_FAILURE, and once connected every bandwidth upgrade frame goes
 /// to the caller's ``BandwidthUpgradeMachine`` as ``Action/upgrade(_:)``. No I/O and no clocks: the caller owns timeouts
 /// (2 s for the request, 15 s for UKEY2, 3 s for frames that arrive encrypted before encryption is on).
-public struct ConnectionStateMachine: Sendable {
+package struct ConnectionStateMachine: Sendable {
     /// Who opened the socket.
-    public enum Role: Sendable, Hashable {
+    package enum Role: Sendable, Hashable {
         /// The peer connected to our listener; we are the UKEY2 server.
         case incoming
         /// We connected to the peer; we are the UKEY2 client.
@@ -23,19 +23,19 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// What this side says about itself in a connection request.
-    public struct LocalEndpoint: Sendable, Hashable {
+    package struct LocalEndpoint: Sendable, Hashable {
         /// Our endpoint ID.
-        public var endpointID: String
+        package var endpointID: String
         /// Our endpoint info.
-        public var endpointInfo: [UInt8]
+        package var endpointInfo: [UInt8]
         /// The mediums this side has, in priority order: the connection request's `mediums`, which the advertiser
         /// side picks a bandwidth upgrade medium from.
-        public var upgradeMediums: [MediumKind]
+        package var upgradeMediums: [MediumKind]
         /// The keep-alive settings we ask for.
-        public var keepAlive: KeepAliveSettings
+        package var keepAlive: KeepAliveSettings
 
         /// Creates a description of the local endpoint.
-        public init(
+        package init(
             endpointID: String, endpointInfo: [UInt8], upgradeMediums: [MediumKind] = [.wifiLAN],
             keepAlive: KeepAliveSettings = .default
         ) {
@@ -47,7 +47,7 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// Something the I/O layer must do.
-    public enum Action: Sendable {
+    package enum Action: Sendable {
         /// Write these bytes as one frame, as they are (plaintext OfflineFrame or UKEY2 message).
         case sendRaw([UInt8])
         /// Write this frame: encrypted if encryption is on at this point of the action list, plaintext otherwise.
@@ -92,27 +92,27 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// The most frames that may arrive encrypted before this side turned encryption on.
-    public static let maxDeferredFrames = 16
+    package static let maxDeferredFrames = 16
 
     /// Which side opened the socket.
-    public let role: Role
+    package let role: Role
     /// The medium of the channel.
-    public let medium: MediumKind
+    package let medium: MediumKind
     private let local: LocalEndpoint
     private var state: State
     private var peerEndpointID: String?
     private var peerEndpointInfo: [UInt8]
     private let nonce: Int32
     /// The mediums the peer listed in its connection request, those swift-nearby implements (incoming only).
-    public private(set) var peerUpgradeMediums: [MediumKind] = []
+    package private(set) var peerUpgradeMediums: [MediumKind] = []
 
     /// Creates the machine for an incoming socket.
-    public static func incoming(local: LocalEndpoint, medium: MediumKind) -> Self {
+    package static func incoming(local: LocalEndpoint, medium: MediumKind) -> Self {
         Self(role: .incoming, local: local, medium: medium, peerEndpointID: nil, peerEndpointInfo: [], nonce: 0)
     }
 
     /// Creates the machine for a socket we opened to `peerEndpointID`, whose advertised info we know.
-    public static func outgoing(
+    package static func outgoing(
         local: LocalEndpoint, medium: MediumKind, peerEndpointID: String?, peerEndpointInfo: [UInt8],
         nonce: Int32 = Int32.random(in: .min ... .max)
     ) -> Self {
@@ -135,28 +135,28 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// The nonce of our outgoing request (tie-break for simultaneous connections).
-    public var requestNonce: Int32 { nonce }
+    package var requestNonce: Int32 { nonce }
 
     /// Whether both sides accepted and encryption is on.
-    public var isConnected: Bool {
+    package var isConnected: Bool {
         if case .connected = state { return true }
         return false
     }
 
     /// Whether UKEY2 is done and decisions are pending.
-    public var isAwaitingDecisions: Bool {
+    package var isAwaitingDecisions: Bool {
         if case .awaitingDecisions = state { return true }
         return false
     }
 
     /// Whether the connection is over.
-    public var isClosed: Bool {
+    package var isClosed: Bool {
         if case .closed = state { return true }
         return false
     }
 
     /// Outgoing only: the CONNECTION_REQUEST and ClientInit to send first.
-    public mutating func start() -> [Action] {
+    package mutating func start() -> [Action] {
         guard role == .outgoing, case .idle = state else {
             return [.fail(NearbyError(.outOfOrderApiCall, "connection already started"))]
         }
@@ -177,7 +177,7 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// Handles one received frame body: plaintext before encryption, already decrypted after.
-    public mutating func receive(_ body: [UInt8]) -> [Action] {
+    package mutating func receive(_ body: [UInt8]) -> [Action] {
         switch state {
         case .idle, .closed:
             return []
@@ -202,7 +202,7 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// Our app's decision. Sends the plaintext CONNECTION_RESPONSE and, when the peer's decision is in, settles.
-    public mutating func decide(accept: Bool) -> [Action] {
+    package mutating func decide(accept: Bool) -> [Action] {
         guard case .awaitingDecisions(var pending) = state, pending.localAccepted == nil else {
             return []
         }
@@ -214,7 +214,7 @@ public struct ConnectionStateMachine: Sendable {
 
     /// The peer went away (a DISCONNECTION frame or the end of the stream). A connection that either side had
     /// already refused ends as rejected, not as a failure; anything else ends as a disconnection.
-    public mutating func peerGone() -> [Action] {
+    package mutating func peerGone() -> [Action] {
         guard case .awaitingDecisions(let pending) = state else {
             state = .closed
             return [.peerDisconnected]
@@ -226,7 +226,7 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// Marks the connection as over (local disconnect, I/O error, timeout); later input is ignored.
-    public mutating func close() {
+    package mutating func close() {
         state = .closed
     }
 

@@ -15,9 +15,9 @@ import NearbyWire
 /// STREAM payloads, of known size or not (−1), share ``ResourceLimits/maxReceivedBytesPerConnection``: a payload
 /// whose announced size does not fit in what is left fails at its header, and one whose bytes cross it fails there;
 /// either way the peer gets PAYLOAD_ERROR and the endpoint stays up.
-public struct IncomingPayloadTracker: Sendable {
+package struct IncomingPayloadTracker: Sendable {
     /// Something the I/O layer must do.
-    public enum Action: Sendable {
+    package enum Action: Sendable {
         /// A complete BYTES payload.
         case bytesReceived(PayloadID, [UInt8])
         /// A FILE payload begins: create its temporary file.
@@ -59,18 +59,18 @@ public struct IncomingPayloadTracker: Sendable {
     private var finished: Set<PayloadID> = []
     private let limits: ResourceLimits
     /// FILE and STREAM bytes received on this connection so far.
-    public private(set) var receivedBytes: Int64 = 0
+    package private(set) var receivedBytes: Int64 = 0
 
     /// Creates an empty tracker enforcing `limits`.
-    public init(limits: ResourceLimits = .init()) {
+    package init(limits: ResourceLimits = .init()) {
         self.limits = limits
     }
 
     /// IDs of payloads still arriving.
-    public var activePayloadIDs: [PayloadID] { Array(entries.keys) }
+    package var activePayloadIDs: [PayloadID] { Array(entries.keys) }
 
     /// Handles one validated PAYLOAD_TRANSFER frame.
-    public mutating func receive(_ frame: ProtoPayloadTransferFrame) -> [Action] {
+    package mutating func receive(_ frame: ProtoPayloadTransferFrame) -> [Action] {
         let header = frame.payloadHeader
         let id = header.id
         switch frame.packetType {
@@ -84,7 +84,7 @@ public struct IncomingPayloadTracker: Sendable {
     }
 
     /// Our side cancels an incoming payload: reported now, the peer is told with its next chunk.
-    public mutating func cancel(_ id: PayloadID) -> [Action] {
+    package mutating func cancel(_ id: PayloadID) -> [Action] {
         guard var entry = entries[id], !entry.cancelRequested else { return [] }
         entry.cancelRequested = true
         entries[id] = entry
@@ -92,7 +92,7 @@ public struct IncomingPayloadTracker: Sendable {
     }
 
     /// Writing a payload locally failed: tell the peer, drop it, report the failure.
-    public mutating func failLocally(_ id: PayloadID) -> [Action] {
+    package mutating func failLocally(_ id: PayloadID) -> [Action] {
         guard let entry = entries.removeValue(forKey: id) else { return [] }
         finished.insert(id)
         return [
@@ -102,7 +102,7 @@ public struct IncomingPayloadTracker: Sendable {
     }
 
     /// The endpoint is gone: every payload still arriving failed.
-    public mutating func failAll() -> [Action] {
+    package mutating func failAll() -> [Action] {
         var actions: [Action] = []
         for (id, entry) in entries {
             actions.append(.discard(id, entry.kind))

@@ -7,7 +7,7 @@ import Foundation
 
 /// The temporary files `ReceivedFileStore` writes into (`.nearby-PID-N.partial`), and their removal when a
 /// process that wrote them died before finishing.
-public enum PartialFiles {
+package enum PartialFiles {
     /// How every temporary file name starts.
     static let prefix = ".nearby-"
     /// How every temporary file name ends.
@@ -20,7 +20,7 @@ public enum PartialFiles {
     /// Symbolic links are never followed and never deleted; files of running processes (this one included) stay.
     /// - Returns: how many files were deleted.
     @discardableResult
-    public static func removeStale(in directory: URL) -> Int {
+    package static func removeStale(in directory: URL) -> Int {
         let root = Glibc.open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard root >= 0 else { return 0 }
         var budget = maxEntriesVisited

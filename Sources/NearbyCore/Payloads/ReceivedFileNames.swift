@@ -7,21 +7,21 @@
 /// are empty or only dots are dropped, at most ``maxFolderDepth`` remain and the whole relative path stays within
 /// ``maxRelativePathBytes``; a file name that would be empty or only dots becomes `file`. A name that starts like
 /// our own temporary files (`.nearby-`) gets a leading `_`. The result can never leave the receive directory.
-public enum ReceivedFileNames {
+package enum ReceivedFileNames {
     /// The most bytes of one path component (Linux `NAME_MAX`).
-    public static let maxComponentBytes = 255
+    package static let maxComponentBytes = 255
     /// The most folder levels a received file may be put under.
-    public static let maxFolderDepth = 32
+    package static let maxFolderDepth = 32
     /// The most UTF-8 bytes of a received file's path relative to the receive directory (folders and name).
-    public static let maxRelativePathBytes = 1024
+    package static let maxRelativePathBytes = 1024
 
     /// A safe single path component for a received file name.
-    public static func sanitizeFileName(_ name: String) -> String {
+    package static func sanitizeFileName(_ name: String) -> String {
         sanitizeComponent(name) ?? "file"
     }
 
     /// Safe folder components for a received parent folder (possibly none).
-    public static func sanitizeParentFolder(_ folder: String) -> [String] {
+    package static func sanitizeParentFolder(_ folder: String) -> [String] {
         var components: [String] = []
         var current = String.UnicodeScalarView()
         func flush() {
@@ -42,13 +42,13 @@ public enum ReceivedFileNames {
     }
 
     /// The name shown to apps: parent folder joined with the file name.
-    public static func displayName(fileName: String, parentFolder: String) -> String {
+    package static func displayName(fileName: String, parentFolder: String) -> String {
         let folder = sanitizeParentFolder(parentFolder)
         return (folder + [sanitizeFileName(fileName)]).joined(separator: "/")
     }
 
     /// `text` cut to at most `maxBytes` UTF-8 bytes at a Unicode-scalar boundary.
-    public static func truncate(_ text: String, toUTF8Bytes maxBytes: Int) -> String {
+    package static func truncate(_ text: String, toUTF8Bytes maxBytes: Int) -> String {
         guard text.utf8.count > maxBytes else { return text }
         var kept = String.UnicodeScalarView()
         var bytes = 0
