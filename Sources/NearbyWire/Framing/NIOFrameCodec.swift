@@ -1,7 +1,7 @@
 import NIOCore
 
-/// A SwiftNIO decoder that turns a byte stream into frame bodies, each a `ByteBuffer` slice without the 4-byte
-/// length prefix.
+/// A SwiftNIO decoder that turns a byte stream into frame bodies, each a `ByteBuffer` without the 4-byte length
+/// prefix, in storage of its own.
 ///
 /// Rules are those of ``LengthPrefixFraming``: a negative length or one above
 /// ``LengthPrefixFraming/maxFrameLength`` throws ``NearbyError/Code-swift.struct/invalidFraming`` as soon as the
@@ -24,7 +24,12 @@ package struct LengthPrefixedFrameDecoder: ByteToMessageDecoder, Sendable {
             return .needMoreData
         }
         buffer.moveReaderIndex(forwardBy: LengthPrefixFraming.prefixLength)
-        let body = buffer.readSlice(length: length)!
+        // Frames leave the event loop for Swift concurrency. A slice would share storage with NIO's pooled receive
+        // buffer, which the event loop reuses once it sees itself as the only owner; that hand-off goes through a
+        // reference count ThreadSanitizer cannot see, so it reports a race. A copy of its own (made here, on the
+        // loop) keeps the pooled buffer on the event loop's thread.
+        var body = context.channel.allocator.buffer(capacity: length)
+        body.writeImmutableBuffer(buffer.readSlice(length: length)!)
         context.fireChannelRead(Self.wrapInboundOut(body))
         return .continue
     }
