@@ -46,7 +46,7 @@ package final class TCPEndpointChannel: EndpointChannel {
         try operations.addHandler(ByteToMessageHandler(LengthPrefixedFrameDecoder()))
         try operations.addHandler(MessageToByteHandler(LengthPrefixedFrameEncoder()))
         try operations.addHandler(observer)
-        let asyncChannel = try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
+        let asyncChannel = try NIOAsyncChannel<[UInt8], ByteBuffer>(
             wrappingChannelSynchronously: channel,
             configuration: .init(isOutboundHalfClosureEnabled: true)
         )
@@ -64,7 +64,7 @@ package final class TCPEndpointChannel: EndpointChannel {
 
     private init(
         channel: any Channel,
-        inbound: NIOAsyncChannelInboundStream<ByteBuffer>,
+        inbound: NIOAsyncChannelInboundStream<[UInt8]>,
         outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>,
         outputDone: EventLoopFuture<Void>,
         medium: MediumKind,
@@ -113,7 +113,7 @@ package final class TCPEndpointChannel: EndpointChannel {
         }
         guard mayRead else { return nil }
 
-        let result: Result<ByteBuffer?, any Error>
+        let result: Result<[UInt8]?, any Error>
         do {
             result = .success(try await inbound.next())
         } catch {
@@ -127,7 +127,7 @@ package final class TCPEndpointChannel: EndpointChannel {
 
         switch result {
         case .success(.some(let body)):
-            return Array(body.readableBytesView)
+            return body
         case .success(.none):
             if Task.isCancelled && !closedLocally {
                 logger.debug("read cancelled; closing the channel")
@@ -242,14 +242,14 @@ struct TCPChannelState: Sendable {
 /// The iterator is not `Sendable`; ``TCPEndpointChannel/readFrame()`` guarantees that at most one task uses it at a
 /// time (its `isReading` flag), which is what makes sharing this box sound.
 final class TCPInboundFrames: @unchecked Sendable {
-    private var iterator: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator
+    private var iterator: NIOAsyncChannelInboundStream<[UInt8]>.AsyncIterator
 
-    init(_ iterator: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator) {
+    init(_ iterator: NIOAsyncChannelInboundStream<[UInt8]>.AsyncIterator) {
         self.iterator = iterator
     }
 
     /// The next frame body, `nil` at the end of the stream. Only one caller at a time.
-    func next() async throws -> ByteBuffer? {
+    func next() async throws -> [UInt8]? {
         try await iterator.next()
     }
 }
@@ -263,7 +263,7 @@ final class TCPInboundFrames: @unchecked Sendable {
 /// contract itself: the writer is finished and the channel closed by ``TCPEndpointChannel/close()``, after a read
 /// error, and in `deinit`.
 struct TCPAsyncChannelHalves {
-    let inbound: NIOAsyncChannelInboundStream<ByteBuffer>
+    let inbound: NIOAsyncChannelInboundStream<[UInt8]>
     let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
 
     init(_ asyncChannel: some TCPAsyncChannelParts) {
@@ -275,9 +275,9 @@ struct TCPAsyncChannelHalves {
 /// The unscoped accessors of a framed `NIOAsyncChannel`; see ``TCPAsyncChannelHalves``.
 protocol TCPAsyncChannelParts {
     /// The stream of inbound frame bodies; only one iterator may be made.
-    var inbound: NIOAsyncChannelInboundStream<ByteBuffer> { get }
+    var inbound: NIOAsyncChannelInboundStream<[UInt8]> { get }
     /// The writer of outbound frame bodies; it must be finished before it is released.
     var outbound: NIOAsyncChannelOutboundWriter<ByteBuffer> { get }
 }
 
-extension NIOAsyncChannel: TCPAsyncChannelParts where Inbound == ByteBuffer, Outbound == ByteBuffer {}
+extension NIOAsyncChannel: TCPAsyncChannelParts where Inbound == [UInt8], Outbound == ByteBuffer {}

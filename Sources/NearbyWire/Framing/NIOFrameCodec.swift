@@ -1,14 +1,14 @@
 import NIOCore
 
-/// A SwiftNIO decoder that turns a byte stream into frame bodies, each a `ByteBuffer` without the 4-byte length
-/// prefix, in storage of its own.
+/// A SwiftNIO decoder that turns a byte stream into frame bodies, each a `[UInt8]` without the 4-byte length
+/// prefix.
 ///
 /// Rules are those of ``LengthPrefixFraming``: a negative length or one above
 /// ``LengthPrefixFraming/maxFrameLength`` throws ``NearbyError/Code-swift.struct/invalidFraming`` as soon as the
 /// prefix arrives, and a stream that ends inside a frame throws the same code, so the pipeline can drop the endpoint.
 package struct LengthPrefixedFrameDecoder: ByteToMessageDecoder, Sendable {
     /// Each decoded frame body.
-    package typealias InboundOut = ByteBuffer
+    package typealias InboundOut = [UInt8]
 
     /// Creates a decoder.
     package init() {}
@@ -24,12 +24,12 @@ package struct LengthPrefixedFrameDecoder: ByteToMessageDecoder, Sendable {
             return .needMoreData
         }
         buffer.moveReaderIndex(forwardBy: LengthPrefixFraming.prefixLength)
-        // Frames leave the event loop for Swift concurrency. A slice would share storage with NIO's pooled receive
-        // buffer, which the event loop reuses once it sees itself as the only owner; that hand-off goes through a
-        // reference count ThreadSanitizer cannot see, so it reports a race. A copy of its own (made here, on the
-        // loop) keeps the pooled buffer on the event loop's thread.
-        var body = context.channel.allocator.buffer(capacity: length)
-        body.writeImmutableBuffer(buffer.readSlice(length: length)!)
+        // Frames leave the event loop for Swift concurrency. A `ByteBuffer` slice would share storage with NIO's
+        // pooled receive buffer, which the event loop reuses once it sees itself as the only owner; that hand-off
+        // goes through a reference count ThreadSanitizer cannot see, so it reports a race. Copying the body out
+        // here, on the loop, keeps the pooled buffer on the event loop's thread, and is the one copy the reader
+        // needs anyway.
+        let body = buffer.readBytes(length: length)!
         context.fireChannelRead(Self.wrapInboundOut(body))
         return .continue
     }
