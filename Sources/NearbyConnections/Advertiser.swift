@@ -47,22 +47,9 @@ public final class Advertiser: Sendable {
     public func startAdvertising(
         using context: Data, mediums: Set<Medium>? = nil, completionHandler: (@Sendable ((any Error)?) -> Void)? = nil
     ) {
-        let manager = connectionManager
-        let kinds: Set<MediumKind>?
-        do {
-            kinds = try manager.engineKinds(mediums)
-        } catch {
-            completionHandler?(error)
-            return
-        }
-        manager.operations.enqueue {
-            do {
-                try await manager.engine.startAdvertising(
-                    endpointInfo: Array(context), port: manager.options.listenPort, only: kinds)
-                completionHandler?(nil)
-            } catch {
-                completionHandler?(error)
-            }
+        let port = connectionManager.options.listenPort
+        connectionManager.enqueueStart(mediums: mediums, completionHandler: completionHandler) { engine, kinds in
+            try await engine.startAdvertising(endpointInfo: Array(context), port: port, only: kinds)
         }
     }
 

@@ -118,6 +118,30 @@ public final class ConnectionManager: Sendable {
         return kinds
     }
 
+    /// Google's callback form of a start: checks `mediums` now, runs `start` after earlier starts and stops of this
+    /// manager, and gives `completionHandler` `nil` once it has run, or the error.
+    func enqueueStart(
+        mediums: Set<Medium>?, completionHandler: (@Sendable ((any Error)?) -> Void)?,
+        _ start: @escaping @Sendable (NearbyEngine, Set<MediumKind>?) async throws -> Void
+    ) {
+        let kinds: Set<MediumKind>?
+        do {
+            kinds = try engineKinds(mediums)
+        } catch {
+            completionHandler?(error)
+            return
+        }
+        let engine = self.engine
+        operations.enqueue {
+            do {
+                try await start(engine, kinds)
+                completionHandler?(nil)
+            } catch {
+                completionHandler?(error)
+            }
+        }
+    }
+
     func attach(advertiser: Advertiser) { state.withLock { $0.advertiser = advertiser } }
     func attach(discoverer: Discoverer) { state.withLock { $0.discoverer = discoverer } }
 

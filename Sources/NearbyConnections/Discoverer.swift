@@ -38,21 +38,8 @@ public final class Discoverer: Sendable {
 
     /// Starts discovering (Google's callback form); `completionHandler` gets `nil` once discovery runs, or the error.
     public func startDiscovery(mediums: Set<Medium>? = nil, completionHandler: (@Sendable ((any Error)?) -> Void)? = nil) {
-        let manager = connectionManager
-        let kinds: Set<MediumKind>?
-        do {
-            kinds = try manager.engineKinds(mediums)
-        } catch {
-            completionHandler?(error)
-            return
-        }
-        manager.operations.enqueue {
-            do {
-                try await manager.engine.startDiscovery(only: kinds)
-                completionHandler?(nil)
-            } catch {
-                completionHandler?(error)
-            }
+        connectionManager.enqueueStart(mediums: mediums, completionHandler: completionHandler) { engine, kinds in
+            try await engine.startDiscovery(only: kinds)
         }
     }
 
