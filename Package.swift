@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "NearbyBLE", targets: ["NearbyBLE"]),
         .library(name: "NearbyConnections", targets: ["NearbyConnections"]),
         .library(name: "NearbyMessages", targets: ["NearbyMessages"]),
+        .library(name: "NearbyMessagesService", targets: ["NearbyMessagesService"]),
         .library(name: "NearbyTesting", targets: ["NearbyTesting"]),
         .executable(name: "nearby", targets: ["nearby"]),
         .executable(name: "nearby-bench", targets: ["nearby-bench"]),
@@ -123,12 +124,31 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The background service of Nearby Messages (docs/MESSAGES-SERVICE.md): its JSON-line protocol, state file,
+        // core actor, and the Unix-socket server and client.
+        .target(
+            name: "NearbyMessagesService",
+            dependencies: [
+                "NearbyMessages", "NearbyCore", "NearbyWire",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "NearbyMessagesServiceTests",
+            dependencies: [
+                "NearbyMessagesService", "NearbyMessages", "NearbyConnections", "NearbyCore", "NearbyWire",
+                "NearbyTesting", "NearbyTestSupport",
+            ]
+        ),
         // The `nearby` command-line tool.
         .executableTarget(
             name: "nearby",
             dependencies: [
                 "NearbyConnections",
                 "NearbyMessages",
+                "NearbyMessagesService",
                 "NearbyCore",
                 "NearbyWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

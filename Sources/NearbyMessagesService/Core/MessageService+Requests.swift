@@ -1,0 +1,92 @@
+import Foundation
+import NearbyMessages
+import NearbyWire
+
+extension MessageService {
+    /// Carries out one request of `client` and returns the response. Events of a new subscription may reach the
+    /// client's sink before this returns.
+    public func handle(_ request: ServiceRequest, from client: ClientID) async -> ServiceResponse {
+        do {
+            return try await perform(request, from: client)
+        } catch {
+            logger.debug("request failed", metadata: ["op": "\(request.op)", "error": "\(error)"])
+            return .failure(request.id, ServiceFailure(code: error.code.rawValue, message: error.message))
+        }
+    }
+
+    private func perform(_ request: ServiceRequest, from client: ClientID) async throws(NearbyError) -> ServiceResponse {
+        switch request.op {
+        case .ping:
+            return ServiceResponse(id: request.id)
+        case .list:
+            return ServiceResponse(id: request.id, entries: entries)
+        case .publish, .subscribe:
+            let entry = try makeEntry(request)
+            try await start(entry, owner: client)
+            if entry.background {
+                saved.upsert(entry)
+                if let error = persist() {
+                    await stop(entry.handle)
+                    throw error
+                }
+            }
+            return ServiceResponse(id: request.id, handle: entry.handle)
+        case .unpublish, .unsubscribe:
+            let kind: ServiceEntry.Kind = request.op == .unpublish ? .publication : .subscription
+            guard let handle = request.handle, items[handle]?.entry.kind == kind else {
+                throw NearbyError(.invalidArgument, "no \(kind) named \(request.handle ?? "(missing handle)")")
+            }
+            await stop(handle)
+            return ServiceResponse(id: request.id, handle: handle)
+        case .watch:
+            return try watch(request, from: client)
+        }
+    }
+
+    /// Makes `client` follow every subscription (or `request.handle`), first sending it what they have found.
+    private func watch(_ request: ServiceRequest, from client: ClientID) throws(NearbyError) -> ServiceResponse {
+        if let handle = request.handle, items[handle]?.entry.kind != .subscription {
+            throw NearbyError(.invalidArgument, "no subscription named \(handle)")
+        }
+        guard let sink = clients[client]?.sink else { throw NearbyError(.outOfOrderApiCall, "the client is not connected") }
+        clients[client]?.watching = .some(request.handle)
+        for handle in order where request.handle == nil || request.handle == handle {
+            guard let item = items[handle], let subscription = item.subscription, item.owner != client else { continue }
+            for message in subscription.foundMessages {
+                sink(ServiceEvent(.found, message, subscription: handle, serviceID: item.entry.serviceID))
+            }
+        }
+        return ServiceResponse(id: request.id)
+    }
+
+    /// The entry a `publish` or `subscribe` request describes, checked.
+    private func makeEntry(_ request: ServiceRequest) throws(NearbyError) -> ServiceEntry {
+        guard let serviceID = request.serviceID, !serviceID.isEmpty else {
+            throw NearbyError(.invalidArgument, "\(request.op) needs a service_id")
+        }
+        if let ttl = request.ttl, !(ttl > 0 && ttl <= 86_400 * 365) {
+            throw NearbyError(.invalidArgument, "ttl must be a positive number of seconds, got \(ttl)")
+        }
+        let expiresAt = request.ttl.map { now().addingTimeInterval($0) }
+        let prefix = request.op == .publish ? "pub" : "sub"
+        let handle = "\(prefix)-\(UUID().uuidString.prefix(8).lowercased())"
+        let background = request.background ?? false
+        if request.op == .publish {
+            guard let contentHex = request.contentHex else { throw NearbyError(.invalidArgument, "publish needs content_hex") }
+            let content: [UInt8]
+            do { content = try Hex.decode(contentHex) } catch {
+                throw NearbyError(.invalidArgument, "content_hex: \(error.message)")
+            }
+            try Message(content: Data(content), namespace: request.namespace ?? "", type: request.type ?? "").validate()
+            return ServiceEntry(
+                handle: handle, kind: .publication, serviceID: serviceID, namespace: request.namespace ?? "",
+                type: request.type ?? "", contentHex: Hex.encode(content), background: background, expiresAt: expiresAt)
+        }
+        if request.namespace != nil || request.type != nil {
+            _ = try MessageFilter.namespacedType(request.namespace ?? "", request.type)
+        }
+        return ServiceEntry(
+            handle: handle, kind: .subscription, serviceID: serviceID, namespace: request.namespace, type: request.type,
+            background: background, expiresAt: expiresAt)
+    }
+}

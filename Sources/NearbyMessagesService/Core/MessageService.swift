@@ -1,0 +1,251 @@
+import Foundation
+import Logging
+import NearbyMessages
+import NearbyWire
+
+/// The background service of Nearby Messages, in process: it runs publications and subscriptions for clients,
+/// sends each client the found/lost events of its subscriptions (and of those it watches), shows them as desktop
+/// notifications, and saves the *background* ones in a state file so that ``restore()`` starts them again after a
+/// restart.
+///
+/// `nearby service` runs one behind a Unix socket (``MessageServiceServer``); an app may instead run one itself and
+/// call ``handle(_:from:)`` directly (see `docs/MESSAGES-SERVICE.md`).
+///
+/// ```swift
+/// let service = MessageService(
+///     managerFactory: { MessageManager(serviceID: $0) }, stateFile: ServiceStateFile(url: ServicePaths.defaultStateFile))
+/// _ = await service.restore()
+/// let me = await service.connect { event in print(event.event, event.message) }
+/// _ = await service.handle(ServiceRequest(id: 1, op: .subscribe, serviceID: "com.example", background: true), from: me)
+/// ```
+public actor MessageService {
+    /// Makes the manager of a service ID (called once per service ID).
+    public typealias ManagerFactory = @Sendable (_ serviceID: String) throws -> MessageManager
+    /// Receives the events for one client; must not block.
+    public typealias EventSink = @Sendable (ServiceEvent) -> Void
+
+    /// A connected client.
+    public struct ClientID: Hashable, Sendable, CustomStringConvertible {
+        let value: UInt64
+        /// `client-N`.
+        public var description: String { "client-\(value)" }
+    }
+
+    /// A running publication or subscription.
+    struct Item {
+        var entry: ServiceEntry
+        /// The client it ends with (unless it is background); `nil` once that client is gone.
+        var owner: ClientID?
+        var publication: Publication?
+        var subscription: Subscription?
+        var forwarding: Task<Void, Never>?
+    }
+
+    /// A connected client: where its events go and what it watches.
+    struct Client {
+        var sink: EventSink
+        /// `nil`: watches nothing beyond its own subscriptions; `.some(nil)`: every subscription.
+        var watching: String??
+    }
+
+    let managerFactory: ManagerFactory
+    let strategy: MessageStrategy
+    let stateFile: ServiceStateFile?
+    let notifier: (any ServiceNotifier)?
+    let logger: Logger
+    let now: @Sendable () -> Date
+    var managers: [String: MessageManager] = [:]
+    var items: [String: Item] = [:]
+    /// Handles in the order they were made, for `list`.
+    var order: [String] = []
+    var clients: [ClientID: Client] = [:]
+    var saved = ServiceState()
+    private var nextClient: UInt64 = 0
+
+    /// Creates a service.
+    ///
+    /// - Parameters:
+    ///   - managerFactory: Makes the `MessageManager` of a service ID (its consent and radio handlers are the app's).
+    ///   - strategy: The strategy of every publication and subscription (the mediums to use); default all.
+    ///   - stateFile: Where background publications and subscriptions are saved; `nil` keeps them in memory only.
+    ///   - notifier: Shows found/lost messages (``DesktopNotifier``); `nil` shows nothing.
+    ///   - logger: The logger.
+    ///   - now: The wall clock TTLs are saved against (they must survive a restart); injectable for tests.
+    public init(
+        managerFactory: @escaping ManagerFactory, strategy: MessageStrategy = .default, stateFile: ServiceStateFile? = nil,
+        notifier: (any ServiceNotifier)? = nil, logger: Logger = Logger(label: "nearby.service"),
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.managerFactory = managerFactory
+        self.strategy = strategy
+        self.stateFile = stateFile
+        self.notifier = notifier
+        self.logger = logger
+        self.now = now
+    }
+
+    // MARK: - Clients
+
+    /// Registers a client whose events go to `sink`; pass the ID to ``handle(_:from:)`` and ``disconnect(_:)``.
+    public func connect(_ sink: @escaping EventSink) -> ClientID {
+        nextClient += 1
+        let id = ClientID(value: nextClient)
+        clients[id] = Client(sink: sink, watching: nil)
+        logger.debug("client connected", metadata: ["client": "\(id)"])
+        return id
+    }
+
+    /// Forgets a client: what it made without `background` stops; its background items keep running.
+    public func disconnect(_ client: ClientID) async {
+        clients[client] = nil
+        let owned = order.filter { items[$0]?.owner == client }
+        for handle in owned {
+            if items[handle]?.entry.background == true {
+                items[handle]?.owner = nil
+            } else {
+                await stop(handle)
+            }
+        }
+        logger.debug("client disconnected", metadata: ["client": "\(client)", "stopped": "\(owned.count)"])
+    }
+
+    // MARK: - Lifecycle
+
+    /// Reads the state file and starts every saved publication and subscription whose TTL has not run out. Returns
+    /// the problems met: a corrupt state file (moved aside; the service starts empty) and items that could not
+    /// start (they stay saved and are tried again at the next start).
+    public func restore() async -> [NearbyError] {
+        guard let stateFile else { return [] }
+        var problems: [NearbyError] = []
+        do {
+            let loaded = try stateFile.load()
+            if let problem = loaded.problem { problems.append(problem) }
+            saved = loaded.state
+        } catch {
+            problems.append(error)
+            return problems
+        }
+        let (alive, expired) = saved.partitioned(at: now())
+        if !expired.isEmpty {
+            for entry in expired { saved.remove(entry.handle) }
+            if let error = persist() { problems.append(error) }
+        }
+        for entry in alive {
+            do {
+                try await start(entry, owner: nil)
+            } catch {
+                logger.warning("cannot restore", metadata: ["handle": "\(entry.handle)", "error": "\(error)"])
+                problems.append(NearbyError(error.code, "cannot restore \(entry.handle): \(error.message)"))
+            }
+        }
+        logger.info("restored", metadata: ["running": "\(items.count)", "saved": "\(saved.entries.count)"])
+        return problems
+    }
+
+    /// Stops every publication and subscription, leaving the state file as it is (so the next start restores the
+    /// background ones).
+    public func shutdown() async {
+        for handle in order { await cancel(items[handle]) }
+        items = [:]
+        order = []
+    }
+
+    /// What is running, in the order it was made.
+    public var entries: [ServiceEntry] { order.compactMap { items[$0]?.entry } }
+
+    /// The background entries saved in the state file.
+    public var savedState: ServiceState { saved }
+
+    // MARK: - Running items
+
+    /// Starts the publication or subscription `entry` describes, for `owner`.
+    func start(_ entry: ServiceEntry, owner: ClientID?) async throws(NearbyError) {
+        let manager = try manager(for: entry.serviceID)
+        let ttl = entry.expiresAt.map { Duration.milliseconds(Int64(max(1, $0.timeIntervalSince(now()) * 1000))) }
+        let handle = entry.handle
+        let onExpired: @Sendable () -> Void = { [weak self] in Task { await self?.expired(handle) } }
+        var item = Item(entry: entry, owner: owner)
+        do {
+            switch entry.kind {
+            case .publication:
+                let content = try Hex.decode(entry.contentHex ?? "")
+                let message = Message(content: Data(content), namespace: entry.namespace ?? "", type: entry.type ?? "")
+                item.publication = try await manager.publish(
+                    message, options: PublishOptions(strategy: strategy, ttl: ttl, onExpired: onExpired))
+            case .subscription:
+                var filter = MessageFilter()
+                if entry.namespace != nil || entry.type != nil {
+                    filter = try MessageFilter.namespacedType(entry.namespace ?? "", entry.type)
+                }
+                let subscription = try await manager.subscribe(
+                    options: SubscribeOptions(strategy: strategy, filter: filter, ttl: ttl, onExpired: onExpired))
+                let events = subscription.events
+                item.subscription = subscription
+                item.forwarding = Task { [weak self] in
+                    for await event in events { await self?.deliver(event, from: handle) }
+                }
+            }
+        } catch {
+            throw (error as? NearbyError) ?? NearbyError(.unknown, "\(error)", cause: error)
+        }
+        items[handle] = item
+        order.append(handle)
+        logger.debug("started", metadata: ["handle": "\(handle)", "background": "\(entry.background)"])
+    }
+
+    /// Stops `handle` and forgets it (and its saved entry).
+    func stop(_ handle: String) async {
+        let item = items.removeValue(forKey: handle)
+        order.removeAll { $0 == handle }
+        await cancel(item)
+        if saved.remove(handle), let error = persist() {
+            logger.warning("cannot save the state", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func cancel(_ item: Item?) async {
+        item?.forwarding?.cancel()
+        await item?.publication?.cancel()
+        await item?.subscription?.cancel()
+    }
+
+    private func expired(_ handle: String) async {
+        logger.debug("expired", metadata: ["handle": "\(handle)"])
+        await stop(handle)
+    }
+
+    /// The manager of `serviceID`, made on first use.
+    private func manager(for serviceID: String) throws(NearbyError) -> MessageManager {
+        if let manager = managers[serviceID] { return manager }
+        do {
+            let manager = try managerFactory(serviceID)
+            managers[serviceID] = manager
+            return manager
+        } catch {
+            throw (error as? NearbyError) ?? NearbyError(.unknown, "cannot make a manager for \(serviceID)", cause: error)
+        }
+    }
+
+    /// Writes the saved state; returns the error instead of throwing it.
+    func persist() -> NearbyError? {
+        guard let stateFile else { return nil }
+        do {
+            try stateFile.save(saved)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    // MARK: - Events
+
+    /// Sends a subscription's event to its owner, to the clients watching it, and to the notifier.
+    func deliver(_ event: MessageEvent, from handle: String) {
+        guard let item = items[handle] else { return }
+        let serviceEvent = ServiceEvent(event.kind, event.message, subscription: handle, serviceID: item.entry.serviceID)
+        for (id, client) in clients where id == item.owner || client.watching == .some(nil) || client.watching == handle {
+            client.sink(serviceEvent)
+        }
+        notifier?.notify(serviceEvent)
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import NearbyCore
+import NearbyWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Serves a ``MessageService`` on a Unix socket, one JSON object per line each way (`docs/MESSAGES-SERVICE.md`).
+///
+/// Every connection is a client of the service: its requests are answered in order, and the events of its
+/// subscriptions (and of those it watches) are written between the responses. Connections run on NIO's event loop
+/// and as tasks, not threads. A client that stops reading is disconnected once ``maximumQueuedLines`` lines wait for
+/// it; a line that is not a request gets an error response and the connection goes on.
+public final class MessageServiceServer: Sendable {
+    /// The most lines queued for one client before it is disconnected.
+    public static let maximumQueuedLines = 4096
+
+    /// The socket's path.
+    public let socketPath: URL
+    private let listener: NIOAsyncChannel<NIOAsyncChannel<[UInt8], ByteBuffer>, Never>
+    private let service: MessageService
+    private let logger: Logger
+    private let connections = LockedValue<[ObjectIdentifier: any Channel]>([:])
+
+    private init(
+        socketPath: URL, listener: NIOAsyncChannel<NIOAsyncChannel<[UInt8], ByteBuffer>, Never>, service: MessageService,
+        logger: Logger
+    ) {
+        self.socketPath = socketPath
+        self.listener = listener
+        self.service = service
+        self.logger = logger
+    }
+
+    /// Listens on `socketPath` (its directory is made with mode 0700, the socket gets mode 0600). A stale socket
+    /// file (nobody answers on it) is replaced.
+    /// - Throws: `NearbyError` `.invalidArgument` when another service answers on the path, the path is not a
+    ///   socket, or it cannot be bound.
+    public static func bind(
+        socketPath: URL, service: MessageService, logger: Logger = Logger(label: "nearby.service"),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws(NearbyError) -> MessageServiceServer {
+        let path = socketPath.path
+        do {
+            try FileManager.default.createDirectory(
+                at: socketPath.deletingLastPathComponent(), withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+            try await removeStaleSocket(at: path, group: group)
+            let listener = try await ServerBootstrap(group: group)
+                .serverChannelOption(ChannelOptions.backlog, value: 64)
+                .bind(unixDomainSocketPath: path) { child in
+                    child.eventLoop.makeCompletedFuture {
+                        try child.pipeline.syncOperations.addHandler(ByteToMessageHandler(JSONLineDecoder()))
+                        return try NIOAsyncChannel<[UInt8], ByteBuffer>(wrappingChannelSynchronously: child)
+                    }
+                }
+            chmod(path, 0o600)
+            logger.info("listening", metadata: ["socket": "\(path)"])
+            return MessageServiceServer(socketPath: socketPath, listener: listener, service: service, logger: logger)
+        } catch let error as NearbyError {
+            throw error
+        } catch {
+            throw NearbyError(.invalidArgument, "cannot listen on \(path): \(error)", cause: error)
+        }
+    }
+
+    /// Accepts and serves connections until ``close()``; returns when every connection has ended.
+    public func run() async {
+        do {
+            try await listener.executeThenClose { inbound in
+                try await withThrowingDiscardingTaskGroup { group in
+                    for try await connection in inbound {
+                        group.addTask { await self.serve(connection) }
+                    }
+                }
+            }
+        } catch {
+            logger.warning("the listener failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Stops listening, closes every connection and removes the socket file.
+    public func close() async {
+        try? await listener.channel.close()
+        for channel in connections.withLock({ Array($0.values) }) { channel.close(promise: nil) }
+        unlink(socketPath.path)
+    }
+
+    /// What ended a connection's first half.
+    private enum Ended: Sendable { case reader, writer }
+
+    private func serve(_ connection: NIOAsyncChannel<[UInt8], ByteBuffer>) async {
+        let key = ObjectIdentifier(connection.channel)
+        connections.withLock { $0[key] = connection.channel }
+        defer { connections.withLock { $0[key] = nil } }
+        let (lines, queue) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(Self.maximumQueuedLines))
+        let logger = self.logger
+        let enqueue: @Sendable (ServiceReply) -> Void = { reply in
+            guard let line = try? ServiceCodec.encode(reply) else { return }
+            if case .dropped = queue.yield(line + "\n") {
+                logger.warning("a client does not read its events; disconnecting it")
+                queue.finish()
+            }
+        }
+        let client = await service.connect { enqueue(.event($0)) }
+        let service = self.service
+        do {
+            try await connection.executeThenClose { inbound, outbound in
+                try await withThrowingTaskGroup(of: Ended.self) { group in
+                    group.addTask {
+                        defer { queue.finish() }
+                        for try await line in inbound {
+                            let response: ServiceResponse
+                            do throws(NearbyError) {
+                                let request = try ServiceCodec.decode(ServiceRequest.self, from: line)
+                                response = await service.handle(request, from: client)
+                            } catch {
+                                response = .failure(
+                                    Self.requestID(in: line), ServiceFailure(code: error.code.rawValue, message: error.message))
+                            }
+                            enqueue(.response(response))
+                        }
+                        return .reader
+                    }
+                    group.addTask {
+                        for await line in lines { try await outbound.write(ByteBuffer(string: line)) }
+                        return .writer
+                    }
+                    // The writer ends after the reader (which finishes the queue), or first when the client stopped
+                    // reading: then the reader is cancelled too.
+                    if try await group.next() == .writer { group.cancelAll() }
+                    try await group.waitForAll()
+                }
+            }
+        } catch {
+            logger.debug("connection ended", metadata: ["client": "\(client)", "error": "\(error)"])
+        }
+        queue.finish()
+        await service.disconnect(client)
+    }
+
+    /// The `id` of a line that is not a valid request, when it has one, so the client can match the error.
+    static func requestID(in line: [UInt8]) -> Int? {
+        struct Probe: Decodable { var id: Int? }
+        return (try? JSONDecoder().decode(Probe.self, from: Data(line)))?.id
+    }
+
+    /// Removes the socket file at `path` when nobody answers on it.
+    private static func removeStaleSocket(at path: String, group: any EventLoopGroup) async throws {
+        var status = stat()
+        guard lstat(path, &status) == 0 else { return }
+        guard status.st_mode & S_IFMT == S_IFSOCK else {
+            throw NearbyError(.invalidArgument, "\(path) exists and is not a socket")
+        }
+        if let probe = try? await ClientBootstrap(group: group).connect(unixDomainSocketPath: path).get() {
+            try? await probe.close()
+            throw NearbyError(.invalidArgument, "a service is already listening on \(path)")
+        }
+        unlink(path)
+    }
+}
