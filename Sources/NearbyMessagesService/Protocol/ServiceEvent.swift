@@ -94,7 +94,7 @@ public enum ServiceCodec {
         do {
             return try decoder.decode(type, from: Data(line))
         } catch {
-            throw NearbyError(.malformedMessage, "not a valid \(T.self) line: \(Self.reason(error))")
+            throw NearbyError(.malformedMessage, "not a valid \(T.self): \(Self.reason(error))")
         }
     }
 
