@@ -1,4 +1,5 @@
 import Foundation
+import NearbyCore
 import NearbyMessages
 import NearbyMessagesService
 import NearbyTesting
@@ -121,6 +122,25 @@ struct MessageServiceTests {
         let service = try inMemoryService(InMemoryMedium.Air(), stateFile: stateURL)
         #expect(await service.restore().isEmpty)
         #expect(await service.entries.isEmpty)
+        #expect(try ServiceStateFile(url: stateURL).load().state.entries.isEmpty)
+    }
+
+    @Test("a background item whose TTL runs out stops and leaves the state file", .timeLimit(.minutes(1)))
+    func expiresWhileRunning() async throws {
+        let clock = ManualClock()
+        let stateURL = try temporaryDirectory("ttl").appendingPathComponent("service.json")
+        let service = try inMemoryService(InMemoryMedium.Air(), stateFile: stateURL, clock: NearbyClock(clock))
+        let client = await service.connect { _ in }
+        var request = Self.publish(Self.hello, background: true)
+        request.ttl = 30
+        let published = await service.handle(request, from: client)
+        let saved = try #require(try ServiceStateFile(url: stateURL).load().state.entries.first)
+        #expect(saved.handle == published.handle && saved.expiresAt != nil)
+        await clock.waitForSleepers(atLeast: 1)
+        clock.advance(by: .seconds(30))
+        _ = try await eventually(within: 20, "the expired publication to be dropped") {
+            await service.entries.isEmpty ? true : nil
+        }
         #expect(try ServiceStateFile(url: stateURL).load().state.entries.isEmpty)
     }
 }

@@ -16,10 +16,12 @@ func temporaryDirectory(_ tag: String) throws -> URL {
 }
 
 /// Managers whose only medium is an in-memory Wi-Fi LAN on `air`, with consent for the run.
-func inMemoryManagers(_ air: InMemoryMedium.Air, consentDirectory: URL) -> MessageService.ManagerFactory {
+func inMemoryManagers(
+    _ air: InMemoryMedium.Air, consentDirectory: URL, clock: NearbyClock = .continuous
+) -> MessageService.ManagerFactory {
     { serviceID in
         MessageManager(
-            serviceID: serviceID, consent: ConsentStore(directory: consentDirectory),
+            clock: clock, serviceID: serviceID, consent: ConsentStore(directory: consentDirectory),
             permissionRequest: { .grantForThisRun },
             mediums: { kind, _ in
                 guard kind == .wifiLAN else { throw NearbyError(.mediumUnavailable, "only the in-memory Wi-Fi LAN") }
@@ -30,10 +32,10 @@ func inMemoryManagers(_ air: InMemoryMedium.Air, consentDirectory: URL) -> Messa
 
 /// A service on `air` saving to `stateFile`.
 func inMemoryService(
-    _ air: InMemoryMedium.Air, stateFile: URL?, notifier: (any ServiceNotifier)? = nil
+    _ air: InMemoryMedium.Air, stateFile: URL?, notifier: (any ServiceNotifier)? = nil, clock: NearbyClock = .continuous
 ) throws -> MessageService {
     MessageService(
-        managerFactory: inMemoryManagers(air, consentDirectory: try temporaryDirectory("consent")),
+        managerFactory: inMemoryManagers(air, consentDirectory: try temporaryDirectory("consent"), clock: clock),
         strategy: MessageStrategy(mediums: .wifiLAN), stateFile: stateFile.map(ServiceStateFile.init(url:)),
         notifier: notifier)
 }
