@@ -182,7 +182,7 @@ struct BLERadioTests {
 enum KernelBluetoothProbe {
     /// Whether this kernel opens `AF_BLUETOOTH` L2CAP sockets.
     static let available: Bool = {
-        guard let fd = try? KernelL2CAPSocket.open(receiveMTU: 512, security: .low) else { return false }
+        guard let fd = try? KernelL2CAPSocket.open(security: .low) else { return false }
         _ = KernelDescriptor(fd: fd)
         return true
     }()

@@ -108,10 +108,10 @@ package enum KernelL2CAP {
     /// - Throws: `.l2capChannelFailed`-like `.endpointIoError` naming the kernel's reason (refused, timed out),
     ///   `.mediumUnavailable` without kernel Bluetooth.
     package static func connect(to peer: BLEAddress, psm: UInt16, options: Options = .init()) async throws -> KernelL2CAPChannel {
-        let fd = try KernelL2CAPSocket.open(receiveMTU: options.receiveMTU, security: options.security)
+        let fd = try KernelL2CAPSocket.open(security: options.security)
         let descriptor = KernelDescriptor(fd: fd)
         do {
-            try KernelL2CAPSocket.bind(fd, local: options.localAddress, psm: 0)
+            try KernelL2CAPSocket.bind(fd, local: options.localAddress, psm: 0, receiveMTU: options.receiveMTU)
             if !(try KernelL2CAPSocket.startConnect(fd, to: peer, psm: psm)) {
                 try await descriptor.waitWritable()
                 let code = KernelL2CAPSocket.pendingError(fd)
@@ -130,11 +130,11 @@ package enum KernelL2CAP {
         psm: UInt16?, options: Options = .init(), onChannel: @escaping @Sendable (KernelL2CAPChannel) -> Void,
         onError: @escaping @Sendable (NearbyError) -> Void = { _ in }
     ) throws -> BLEL2CAPServer {
-        let fd = try KernelL2CAPSocket.open(receiveMTU: options.receiveMTU, security: options.security)
+        let fd = try KernelL2CAPSocket.open(security: options.security)
         let descriptor = KernelDescriptor(fd: fd)
         let chosen: UInt16
         do {
-            try KernelL2CAPSocket.bind(fd, local: options.localAddress, psm: psm ?? 0)
+            try KernelL2CAPSocket.bind(fd, local: options.localAddress, psm: psm ?? 0, receiveMTU: options.receiveMTU)
             guard Glibc.listen(fd, 8) == 0 else { throw KernelL2CAPSocket.failure("listen") }
             chosen = try KernelL2CAPSocket.boundPSM(fd)
         } catch {

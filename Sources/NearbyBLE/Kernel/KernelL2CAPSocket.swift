@@ -64,9 +64,10 @@ package enum KernelL2CAPSocket {
         NearbyError(kind, "\(call) on an L2CAP socket failed: \(String(cString: strerror(code))) (errno \(code))")
     }
 
-    /// A new non-blocking, close-on-exec LE L2CAP socket with our receive MTU and security level set.
+    /// A new non-blocking, close-on-exec L2CAP socket with the security level set; ``bind(_:local:psm:receiveMTU:)``
+    /// next.
     /// - Throws: `.mediumUnavailable` when the kernel has no Bluetooth (`EAFNOSUPPORT`) or forbids the socket.
-    static func open(receiveMTU: UInt16, security: SecurityLevel) throws -> Int32 {
+    static func open(security: SecurityLevel) throws -> Int32 {
         let type = Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         let fd = Glibc.socket(addressFamily, type, l2capProtocol)
         guard fd >= 0 else {
@@ -81,8 +82,6 @@ package enum KernelL2CAPSocket {
         do {
             var level: [UInt8] = [security.rawValue, 0]
             try check(setsockopt(fd, solBluetooth, btSecurity, &level, socklen_t(level.count)), "setsockopt(BT_SECURITY)")
-            var mtu = receiveMTU
-            try check(setsockopt(fd, solBluetooth, btReceiveMTU, &mtu, socklen_t(MemoryLayout<UInt16>.size)), "setsockopt(BT_RCVMTU)")
         } catch {
             Glibc.close(fd)
             throw error
@@ -90,13 +89,16 @@ package enum KernelL2CAPSocket {
         return fd
     }
 
-    /// Binds `fd` to the adapter `local` (any adapter when `nil`) and `psm` (0: a dynamic PSM when listening).
-    static func bind(_ fd: Int32, local: BLEAddress?, psm: UInt16) throws {
+    /// Binds `fd` to the adapter `local` (any adapter when `nil`) with an LE address type and `psm` (0: a dynamic
+    /// PSM when listening), then sets our MTU (`BT_RCVMTU`, which the kernel accepts only once the socket is LE).
+    static func bind(_ fd: Int32, local: BLEAddress?, psm: UInt16, receiveMTU: UInt16) throws {
         var address = socketAddress(local, psm: psm)
         let result = address.withUnsafeMutableBytes { raw in
             Glibc.bind(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(addressLength))
         }
         try check(result, "bind(psm \(psm))")
+        var mtu = receiveMTU
+        try check(setsockopt(fd, solBluetooth, btReceiveMTU, &mtu, socklen_t(MemoryLayout<UInt16>.size)), "setsockopt(BT_RCVMTU)")
     }
 
     /// The PSM `fd` is bound to (`getsockname`).
