@@ -116,8 +116,19 @@ if [[ "${1:-}" == --guest ]]; then
 
     # (f) kernel L2CAP server (our Swift sockets) on a dynamic PSM <- user-space host client on the host. The host
     # waits for the PSM in the run folder, then connects to this controller's public address while it advertises.
+    # The kernel refuses connectable advertising while it has LE links (the virtual controller's LE states allow
+    # no advertising next to a connection), so drop the links the earlier tests left first.
     started="$(now)"
     ok=0
+    for ((i = 0; i < 50; i++)); do
+        links="$(script -qc 'btmgmt con' /dev/null | tr -d '\r' | grep -iE 'type (LE|le)' || true)"
+        [[ -n "$links" ]] || break
+        while read -r address _ _ kind _; do
+            [[ "${kind,,}" == random ]] && type=2 || type=1
+            btmgmt disconnect -t "$type" "$address" >/dev/null 2>&1 || true
+        done <<<"$links"
+        sleep 0.2
+    done
     btmgmt connectable on >/dev/null 2>&1 || true
     btmgmt advertising on >/dev/null 2>&1 || true
     timeout 120 "$NEARBY_PROBE_BIN" serve bluez dynamic 1 >/tmp/kernel-serve.out 2>&1 &
