@@ -175,6 +175,10 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // L2CAP LE credit-based channels through a BLERadio (user-space host or kernel sockets), for the BlueZ VM rig.
+        .executableTarget(
+            name: "nearby-l2cap-probe",
+            dependencies: ["NearbyBLE", "NearbyCore", "NearbyWire", .product(name: "Logging", package: "swift-log")]),
         // Examples (Examples/*/README.md).
         .executableTarget(
             name: "nearby-chat", dependencies: ["NearbyMessages", .product(name: "Logging", package: "swift-log")],

@@ -8,7 +8,11 @@
 #   (c) an L2CAP LE credit-based channel from a kernel socket in the guest to a Bumble echo server on another
 #       linked controller carries bytes intact (Tests/BLE/bluez_l2cap_echo.py);
 #   (d) the same kind of channel opens to the channel server of `nearby advertise` (PSM 0x80) and closes, and the
-#       advertiser is still running afterwards.
+#       advertiser is still running afterwards;
+#   (e) our kernel L2CAP sockets (nearby-l2cap-probe send bluez, in the guest) connect to our user-space host's
+#       channel server on a dynamic PSM (nearby-l2cap-probe serve, on the host) and large SDUs echo both ways;
+#   (f) our kernel L2CAP server on a dynamic PSM (nearby-l2cap-probe serve bluez, in the guest) accepts a channel
+#       from our user-space host on the host (nearby-l2cap-probe send tcp:...) and large SDUs echo both ways.
 # Prints one "ok"/"FAIL" line per test with its time; exits non-zero when any fails.
 # NEARBY_BLUEZ_VM_GUEST_CMD replaces the guest's command (for debugging, e.g. a script that starts btmon first).
 #
@@ -100,6 +104,48 @@ if [[ "${1:-}" == --guest ]]; then
     fi
     report "d: L2CAP LE CoC from the guest's kernel to nearby advertise's channel server" "$ok" "$started" \
         "[$(tr '\n' ' ' <<<"${coc_output:-no advertiser found}")]"
+    # (e) kernel L2CAP client (our Swift sockets) -> user-space host server on a dynamic PSM, SDUs echoed
+    started="$(now)"
+    ok=0
+    if e_output="$(timeout 90 "$NEARBY_PROBE_BIN" send bluez "$NEARBY_PROBE_SERVER_ADDRESS" \
+        "$NEARBY_PROBE_SERVER_PSM" "$NEARBY_PROBE_BYTES" 2000 2>&1)" && grep -q '^ok ' <<<"$e_output"; then
+        ok=1
+    fi
+    report "e: our kernel L2CAP client echoes large SDUs through our user-space host's server (dynamic PSM)" "$ok" \
+        "$started" "[$(tr '\n' ' ' <<<"$e_output")]"
+
+    # (f) kernel L2CAP server (our Swift sockets) on a dynamic PSM <- user-space host client on the host. The host
+    # waits for the PSM in the run folder, then connects to this controller's public address while it advertises.
+    # With the LE links of the earlier tests still up, the guest did not advertise (f timed out; alone it passed):
+    # the kernel allows advertising next to a connection only when the controller's LE states say so, which the
+    # virtual controller's do not, we take it. So drop those links first.
+    started="$(now)"
+    ok=0
+    for ((i = 0; i < 50; i++)); do
+        links="$(script -qc 'btmgmt con' /dev/null | tr -d '\r' | grep -iE 'type (LE|le)' || true)"
+        [[ -n "$links" ]] || break
+        while read -r address _ _ kind _; do
+            [[ "${kind,,}" == random ]] && type=2 || type=1
+            btmgmt disconnect -t "$type" "$address" >/dev/null 2>&1 || true
+        done <<<"$links"
+        sleep 0.2
+    done
+    btmgmt connectable on >/dev/null 2>&1 || true
+    btmgmt advertising on >/dev/null 2>&1 || true
+    timeout 120 "$NEARBY_PROBE_BIN" serve bluez dynamic 1 >/tmp/kernel-serve.out 2>&1 &
+    serve_pid=$!
+    for ((i = 0; i < 200; i++)); do
+        grep -q '^READY' /tmp/kernel-serve.out 2>/dev/null && break
+        kill -0 "$serve_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if psm="$(awk '/^READY/ { print $3 }' /tmp/kernel-serve.out)" && [[ -n "$psm" ]]; then
+        echo "$psm" >"$NEARBY_BLUEZ_VM_OUT/kernel-psm.tmp" && mv "$NEARBY_BLUEZ_VM_OUT/kernel-psm.tmp" "$NEARBY_BLUEZ_VM_OUT/kernel-psm"
+    fi
+    wait "$serve_pid" 2>/dev/null && grep -q "echoed $NEARBY_PROBE_BYTES bytes" /tmp/kernel-serve.out && ok=1
+    btmgmt advertising off >/dev/null 2>&1 || true
+    report "f: our kernel L2CAP server (dynamic PSM ${psm:-?}) echoes large SDUs to our user-space host" "$ok" \
+        "$started" "[$(tr '\n' ' ' </tmp/kernel-serve.out)]"
     exit $((failures > 0))
 fi
 
@@ -141,11 +187,12 @@ wait_for() {
 }
 
 total_started="$(now)"
-# Three linked controllers: 0 for the guest's BlueZ, 1 for nearby advertise, 2 for the Bumble echo server.
-"$python" Tests/BLE/controllers.py 3 --enhanced-connection-complete >"$work/controllers.out" 2>"$work/controllers.log" &
+# Linked controllers: 0 for the guest's BlueZ, 1 for nearby advertise, 2 for the Bumble echo server; 3 and 4 for
+# nearby-l2cap-probe's server and client (tests e and f).
+"$python" Tests/BLE/controllers.py 5 --enhanced-connection-complete >"$work/controllers.out" 2>"$work/controllers.log" &
 pids+=($!)
 wait_for "$work/controllers.out" '^READY' "${pids[-1]}" 20
-read -r _ guest_port advertiser_port echo_port <"$work/controllers.out"
+read -r _ guest_port advertiser_port echo_port probe_server_port probe_client_port <"$work/controllers.out"
 
 "$nearby" advertise --service-id com.example.bluez.vm --name vmrig --accept --json --medium ble \
     --hci "tcp:127.0.0.1:$advertiser_port" >"$work/advertise.out" 2>"$work/advertise.log" &
@@ -155,6 +202,33 @@ wait_for "$work/advertise.out" '"discoverable":true' "${pids[-1]}" 30
 "$python" Tests/BLE/peer.py echo "$echo_port" "$echo_address" "$echo_psm" 1024 1024 64 >"$work/echo.out" 2>&1 &
 pids+=($!)
 wait_for "$work/echo.out" '^READY' "${pids[-1]}" 20
+
+# (e, f) nearby-l2cap-probe: a user-space-host channel server (dynamic PSM) for the guest's kernel client, and a
+# client that connects to the guest's kernel server once the guest has written that server's PSM to its run folder.
+probe="${NEARBY_PROBE_BIN:-$repo_root/.build/debug/nearby-l2cap-probe}"
+export NEARBY_PROBE_BIN="$probe" NEARBY_PROBE_BYTES="${NEARBY_PROBE_BYTES:-20000}"
+if [[ ! -x "$probe" ]]; then
+    echo "test-bluez-vm: $probe not built (swift build --product nearby-l2cap-probe)" >&2
+    exit 2
+fi
+"$probe" serve "tcp:127.0.0.1:$probe_server_port" dynamic 1 >"$work/probe-serve.out" 2>&1 &
+pids+=($!)
+wait_for "$work/probe-serve.out" '^READY' "${pids[-1]}" 30
+read -r _ NEARBY_PROBE_SERVER_ADDRESS NEARBY_PROBE_SERVER_PSM <"$work/probe-serve.out"
+export NEARBY_PROBE_SERVER_ADDRESS NEARBY_PROBE_SERVER_PSM
+known_runs="$(ls -d .build-vm/runs/run.* 2>/dev/null || true)"
+(
+    for ((i = 0; i < 3000; i++)); do
+        for run in .build-vm/runs/run.*; do
+            [[ -f "$run/kernel-psm" ]] && ! grep -qxF "$run" <<<"$known_runs" || continue
+            exec "$probe" send "tcp:127.0.0.1:$probe_client_port" F0:F1:F2:F3:F4:00/public "$(cat "$run/kernel-psm")" \
+                "$NEARBY_PROBE_BYTES" 2000
+        done
+        sleep 0.1
+    done
+    echo "FAIL no kernel-psm from the guest"
+) >"$work/probe-send.out" 2>&1 &
+pids+=($!)
 
 echo "test-bluez-vm: host side ready in $(since "$total_started") s; booting the guest" >&2
 set +e
@@ -166,9 +240,15 @@ if ! kill -0 "${pids[1]}" 2>/dev/null; then
     echo "FAIL d: nearby advertise exited while the guest ran" >&2
     ((rc != 0)) || rc=1
 fi
+if grep -q '^ok ' "$work/probe-send.out" && grep -q '^served' "$work/probe-serve.out"; then
+    echo "ok   e/f (host side): $(grep '^served' "$work/probe-serve.out"); $(grep '^ok ' "$work/probe-send.out")"
+else
+    echo "FAIL e/f (host side): $(tr '\n' ' ' <"$work/probe-serve.out") / $(tr '\n' ' ' <"$work/probe-send.out")" >&2
+    ((rc != 0)) || rc=1
+fi
 echo "test-bluez-vm: $( ((rc == 0)) && echo passed || echo "FAILED ($rc)") in $(since "$total_started") s" >&2
 if ((rc != 0)); then
-    for f in advertise.log echo.out controllers.log; do
+    for f in advertise.log echo.out controllers.log probe-serve.out probe-send.out; do
         printf -- '--- %s (last 20 lines)\n' "$f" >&2
         tail -n 20 "$work/$f" >&2
     done

@@ -28,9 +28,16 @@ package struct MediumFactory: Sendable {
             guard let bluetoothController else {
                 throw NearbyError(
                     .bluetoothUnavailable,
-                    "no Bluetooth controller: the BLE medium needs an HCI transport (tcp:HOST:PORT, uart:/dev/ttyX[@BAUD] or hci:N)")
+                    "no Bluetooth controller: the BLE medium needs an HCI transport (tcp:HOST:PORT, uart:/dev/ttyX[@BAUD] or hci:N) or bluez[:hciN]")
             }
-            return BLEMedium(configuration: .init(transport: bluetoothController.transport), logger: logger)
+            switch bluetoothController.radio {
+            case .userSpace(let transport):
+                return BLEMedium(configuration: .init(transport: transport), logger: logger)
+            case .bluez(let adapter):
+                // Channels through the kernel's L2CAP sockets; advertising and scanning need the BlueZ D-Bus layer,
+                // which is not plugged in here yet (BlueZRadio then throws a bluetoothUnavailable error saying so).
+                return BLEMedium(radio: BlueZRadio(adapter: adapter, logger: logger), logger: logger)
+            }
         }
     }
 

@@ -16,7 +16,7 @@ struct CommonOptions: ParsableArguments {
     @Option(name: .customLong("medium"), help: "A medium to use (repeatable; default: all available).")
     var mediums: [MediumKind] = []
 
-    @Option(help: "BLE controller transport: tcp:HOST:PORT, uart:/dev/ttyX[@BAUD] or hci:N.")
+    @Option(help: "BLE radio: a controller for our own host (tcp:HOST:PORT, uart:/dev/ttyX[@BAUD], hci:N) or bluez[:hciN] (channels only until the BlueZ D-Bus layer lands).")
     var hci: String?
 
     @Flag(
@@ -54,7 +54,7 @@ struct CommonOptions: ParsableArguments {
             throw ValidationError("--min-free-space must be 0 or more, got \(minFreeSpace)")
         }
         if mediums.contains(.ble), hci == nil {
-            throw ValidationError("--medium ble needs --hci tcp:HOST:PORT, uart:/dev/ttyX[@BAUD] or hci:N")
+            throw ValidationError("--medium ble needs --hci tcp:HOST:PORT, uart:/dev/ttyX[@BAUD], hci:N or bluez[:hciN]")
         }
     }
 

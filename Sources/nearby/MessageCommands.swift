@@ -198,7 +198,7 @@ struct BeaconsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "beacons", abstract: "Print BLE beacons (Eddystone, iBeacon, AltBeacon) as they are found and lost.")
 
-    @Option(help: "BLE controller transport: tcp:HOST:PORT, uart:/dev/ttyX[@BAUD] or hci:N.")
+    @Option(help: "BLE radio: a controller for our own host (tcp:HOST:PORT, uart:/dev/ttyX[@BAUD], hci:N) or bluez[:hciN] (channels only until the BlueZ D-Bus layer lands).")
     var hci: String?
 
     @Option(help: "Stop after this many seconds (default: run until interrupted).")

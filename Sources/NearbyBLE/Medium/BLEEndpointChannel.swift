@@ -1,7 +1,7 @@
 import NearbyCore
 import NearbyWire
 
-/// An `EndpointChannel` over one L2CAP LE credit-based channel.
+/// An `EndpointChannel` over one L2CAP LE credit-based channel, of either radio backend (``L2CAPSDUChannel``).
 ///
 /// The channel is a byte stream carrying the same 4-byte length-prefixed frames as TCP: each frame is written as
 /// SDUs of at most the peer's MTU, and inbound SDUs are treated as stream pieces (peers may coalesce or split
@@ -12,7 +12,7 @@ package actor BLEEndpointChannel: EndpointChannel {
     /// The peer's address and the channel IDs.
     package nonisolated let peerDescription: String
     /// The underlying L2CAP channel.
-    package nonisolated let channel: L2CAPChannel
+    package nonisolated let channel: any L2CAPSDUChannel
 
     private var reader = IncrementalFrameReader()
     private var reading = false
@@ -20,9 +20,9 @@ package actor BLEEndpointChannel: EndpointChannel {
     private var writeGate = AsyncGate()
 
     /// Wraps an open L2CAP channel.
-    package init(channel: L2CAPChannel) {
+    package init(channel: any L2CAPSDUChannel) {
         self.channel = channel
-        self.peerDescription = "\(channel.peer) cid \(channel.localCID)/\(channel.remoteCID)"
+        self.peerDescription = channel.channelDescription
     }
 
     /// Reads the next frame body; `nil` when the peer closed the channel between frames or after ``close()``.

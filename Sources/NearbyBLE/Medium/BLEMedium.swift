@@ -4,7 +4,8 @@ import NearbyCore
 import NearbyWire
 
 /// The BLE medium: Nearby BLE advertisements (service data 0xFEF3) and L2CAP LE credit-based channels, through a
-/// user-space ``BLEHost`` on an HCI controller.
+/// ``BLERadio``: our user-space ``BLEHost`` on an HCI controller (``UserSpaceHostRadio``) or the kernel's stack
+/// (``BlueZRadio``).
 ///
 /// Advertising: endpoint info of at most 17 bytes uses the fast advertisement form on legacy advertising (the
 /// fast form has no PSM; the channel server then listens on ``Configuration/fastAdvertisementPSM``); longer endpoint
@@ -14,9 +15,10 @@ import NearbyWire
 package final class BLEMedium: MediumDriver {
     /// Medium settings.
     package struct Configuration: Sendable {
-        /// The controller.
-        package var transport: HCITransportSpec
-        /// Host settings (timeouts, channel MTU/MPS/credits).
+        /// The controller of the user-space host; `nil` for a medium made on a radio of its own
+        /// (``BLEMedium/init(radio:configuration:logger:)``).
+        package var transport: HCITransportSpec?
+        /// Host settings of the user-space host (timeouts, channel MTU/MPS/credits).
         package var host: BLEHost.Configuration = .init()
         /// An endpoint not seen for this long is reported lost (Nearby: 12 s).
         package var lostTimeout: Duration = .seconds(12)
@@ -35,6 +37,11 @@ package final class BLEMedium: MediumDriver {
         package init(transport: HCITransportSpec) {
             self.transport = transport
         }
+
+        /// Creates a configuration for a medium on a radio given to ``BLEMedium/init(radio:configuration:logger:)``.
+        package init() {
+            self.transport = nil
+        }
     }
 
     /// The Nearby 16-bit service UUID (Copresence) carrying the advertisement as service data.
@@ -44,16 +51,29 @@ package final class BLEMedium: MediumDriver {
     package let kind: MediumKind = .ble
     /// The settings.
     package let configuration: Configuration
+    /// The radio advertising, scanning and carrying the channels.
+    package let radio: any BLERadio
     private let logger: Logger
-    private let provider: HostProvider
 
-    /// Creates a medium that opens its controller on first use.
-    package init(configuration: Configuration, logger: Logger = Logger(label: "nearby.ble")) {
+    /// Creates a medium whose user-space host opens the controller of `configuration.transport` on first use.
+    /// - Precondition: `configuration.transport` is set (use ``init(radio:configuration:logger:)`` otherwise).
+    package convenience init(configuration: Configuration, logger: Logger = Logger(label: "nearby.ble")) {
+        guard let transport = configuration.transport else {
+            preconditionFailure("BLEMedium(configuration:) needs a transport; pass a radio instead")
+        }
+        var hostLogger = logger
+        hostLogger[metadataKey: "medium"] = "ble"
+        let radio = UserSpaceHostRadio(transport: transport, configuration: configuration.host, logger: hostLogger)
+        self.init(radio: radio, configuration: configuration, logger: logger)
+    }
+
+    /// Creates a medium on `radio`; `configuration.transport` and `configuration.host` are not used.
+    package init(radio: any BLERadio, configuration: Configuration = .init(), logger: Logger = Logger(label: "nearby.ble")) {
         self.configuration = configuration
+        self.radio = radio
         var logger = logger
         logger[metadataKey: "medium"] = "ble"
         self.logger = logger
-        self.provider = HostProvider(configuration: configuration, logger: logger)
     }
 
     /// Creates a medium for the `--hci` transport string.
@@ -62,14 +82,18 @@ package final class BLEMedium: MediumDriver {
         self.init(configuration: Configuration(transport: try HCITransportSpec(parsing: hci)), logger: logger)
     }
 
-    /// The host, opening the controller on first use.
+    /// The user-space host, opening the controller on first use.
+    /// - Throws: `.mediumUnavailable` when the medium runs on another radio.
     package func host() async throws -> BLEHost {
-        try await provider.host()
+        guard let userSpace = radio as? UserSpaceHostRadio else {
+            throw NearbyError(.mediumUnavailable, "the BLE medium runs on \(radio), not on a user-space host")
+        }
+        return try await userSpace.host()
     }
 
     /// Closes the controller connection.
     package func shutdown() async {
-        await provider.shutdown()
+        await radio.shutdown()
     }
 
     // MARK: - Advertising
@@ -77,32 +101,30 @@ package final class BLEMedium: MediumDriver {
     package func startAdvertising(
         _ request: AdvertisingRequest, onIncoming: @escaping @Sendable (any EndpointChannel) -> Void
     ) async throws -> any AdvertisingSession {
-        let host = try await host()
+        let radio = self.radio
+        try await radio.open()
         let endpointID = try EndpointID(request.endpointID)
         let useFast = request.endpointInfo.count <= BleConnectionsAdvertisement.maxFastEndpointInfoLength
             && !configuration.alwaysUseExtendedAdvertising
         let logger = self.logger
-        let accept: @Sendable (L2CAPChannel) -> Void = { channel in
+        let accept: @Sendable (any L2CAPSDUChannel) -> Void = { channel in
             logger.debug("incoming L2CAP channel", metadata: ["peer": "\(channel.peer)"])
             onIncoming(BLEEndpointChannel(channel: channel))
         }
-        let psm: UInt16
-        if useFast {
-            psm = try await host.listen(psm: configuration.fastAdvertisementPSM, onChannel: accept)
-        } else {
-            psm = try await host.listen(onChannel: accept)
-        }
+        let server = try await radio.listen(psm: useFast ? configuration.fastAdvertisementPSM : nil, onChannel: accept)
+        let psm = server.psm
         let token = Array(SHA256Digest.hash(utf8: String(UInt64.random(in: 0...UInt64.max))).prefix(2))
-        let data: [UInt8]
+        let advertising: BLERadioHandle
         do {
             if useFast {
                 let connections = try BleConnectionsAdvertisement.fast(
                     pcp: request.pcp, endpointID: endpointID, endpointInfo: request.endpointInfo)
                 let medium = try BleMediumAdvertisement.fast(data: connections.encodedBytes, deviceToken: token)
-                data = AdvertisingData.build(serviceUUID: Self.serviceUUID, serviceData: medium.encodedBytes, maxLength: 31)
-                try await host.startAdvertising(data: data, extended: false, intervalMillis: configuration.advertisingIntervalMillis)
+                advertising = try await radio.startAdvertising(BLEAdvertisement(
+                    serviceUUID: Self.serviceUUID, serviceData: medium.encodedBytes, extended: false, psm: psm,
+                    intervalMillis: configuration.advertisingIntervalMillis))
             } else {
-                guard await host.supportsExtendedAdvertising else {
+                guard try await radio.supportsExtendedAdvertising() else {
                     throw NearbyError(
                         .mediumUnavailable,
                         "endpoint info of \(request.endpointInfo.count) bytes needs extended advertising, which the controller lacks (at most 17 bytes fit a legacy advertisement)")
@@ -112,53 +134,42 @@ package final class BLEMedium: MediumDriver {
                     pcp: request.pcp, serviceIDHash: hash, endpointID: endpointID, endpointInfo: request.endpointInfo)
                 let medium = try BleMediumAdvertisement.regular(
                     serviceIDHash: hash, data: connections.encodedBytes, deviceToken: token, psm: psm)
-                data = AdvertisingData.build(serviceUUID: Self.serviceUUID, serviceData: medium.encodedBytes, maxLength: 251)
-                try await host.startAdvertising(data: data, extended: true, intervalMillis: configuration.advertisingIntervalMillis)
+                advertising = try await radio.startAdvertising(BLEAdvertisement(
+                    serviceUUID: Self.serviceUUID, serviceData: medium.encodedBytes, extended: true, psm: psm,
+                    intervalMillis: configuration.advertisingIntervalMillis))
             }
         } catch {
-            await host.stopListening(psm: psm)
+            await server.stop()
             throw error
         }
         logger.debug(
             "advertising", metadata: ["endpoint": "\(request.endpointID)", "psm": "\(psm)", "fast": "\(useFast)"])
-        return BLEAdvertisingSession(host: host, psm: psm, advertisedName: "FEF3 \(useFast ? "fast" : "regular") psm \(psm)")
+        return BLEAdvertisingSession(
+            advertising: advertising, server: server, advertisedName: "FEF3 \(useFast ? "fast" : "regular") psm \(psm)")
     }
 
     // MARK: - Discovery
 
     package func discover(serviceID: String, pcp: PCP) -> AsyncThrowingStream<DiscoveryEvent, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: DiscoveryEvent.self, throwing: (any Error).self)
-        let (reports, reportSink) = AsyncStream.makeStream(of: AdvertisingReport.self, bufferingPolicy: .bufferingNewest(256))
         let configuration = self.configuration
         let logger = self.logger
-        let provider = self.provider
+        let radio = self.radio
         let task = Task {
-            let host: BLEHost
-            let scanToken: Int
-            let failureToken: Int
-            do {
-                host = try await provider.host()
-                failureToken = await host.addFailureObserver { error in continuation.finish(throwing: error) }
-                scanToken = try await host.addScanHandler(preset: configuration.scanPreset) { reportSink.yield($0) }
-            } catch {
-                continuation.finish(throwing: error)
-                return
-            }
             let run = BLEDiscoveryRun(
                 tracker: BLEDiscoveryTracker(serviceID: serviceID, pcp: pcp, lostTimeout: configuration.lostTimeout),
                 clock: configuration.clock, events: continuation, logger: logger)
-            for await report in reports {
-                if Task.isCancelled { break }
-                run.receive(report)
+            defer { run.stop() }
+            do {
+                for try await report in radio.scan(preset: configuration.scanPreset) {
+                    if Task.isCancelled { break }
+                    run.receive(report)
+                }
+            } catch {
+                continuation.finish(throwing: error)
             }
-            run.stop()
-            await host.removeScanHandler(scanToken)
-            await host.removeFailureObserver(failureToken)
         }
-        continuation.onTermination = { _ in
-            task.cancel()
-            reportSink.finish()
-        }
+        continuation.onTermination = { _ in task.cancel() }
         return stream
     }
 
@@ -168,45 +179,9 @@ package final class BLEMedium: MediumDriver {
         guard case .ble(let addressText, let psm) = route, let address = BLEAddress(string: addressText) else {
             throw NearbyError(.invalidArgument, "the BLE medium cannot connect to \(route)")
         }
-        let host = try await host()
-        let handle = try await host.connect(to: address)
-        do {
-            let channel = try await host.openChannel(handle: handle, psm: psm ?? configuration.fastAdvertisementPSM)
-            logger.debug("connected", metadata: ["peer": "\(address)", "psm": "\(psm ?? configuration.fastAdvertisementPSM)"])
-            return BLEEndpointChannel(channel: channel)
-        } catch {
-            await host.disconnect(handle: handle)
-            throw error
-        }
-    }
-}
-
-/// Opens the host once, on first use, and shares it.
-actor HostProvider {
-    private let configuration: BLEMedium.Configuration
-    private let logger: Logger
-    private var opening: Task<BLEHost, any Error>?
-
-    init(configuration: BLEMedium.Configuration, logger: Logger) {
-        self.configuration = configuration
-        self.logger = logger
-    }
-
-    func host() async throws -> BLEHost {
-        if let opening {
-            let host = try await opening.value
-            if await host.failureReason == nil { return host }
-        }
-        let configuration = self.configuration
-        let logger = self.logger
-        let task = Task { try await BLEHost.open(configuration.transport, configuration: configuration.host, logger: logger) }
-        opening = task
-        return try await task.value
-    }
-
-    func shutdown() async {
-        if let host = try? await opening?.value { await host.close() }
-        opening = nil
+        let channel = try await radio.connect(to: address, psm: psm ?? configuration.fastAdvertisementPSM)
+        logger.debug("connected", metadata: ["peer": "\(address)", "psm": "\(psm ?? configuration.fastAdvertisementPSM)"])
+        return BLEEndpointChannel(channel: channel)
     }
 }
 
@@ -221,18 +196,19 @@ package struct BLEAdvertisingSession: AdvertisingSession {
     /// The form and PSM advertised.
     package let advertisedName: String
     /// The L2CAP PSM accepting channels.
-    package let psm: UInt16
-    private let host: BLEHost
+    package var psm: UInt16 { server.psm }
+    private let advertising: BLERadioHandle
+    private let server: BLEL2CAPServer
 
-    init(host: BLEHost, psm: UInt16, advertisedName: String) {
-        self.host = host
-        self.psm = psm
+    init(advertising: BLERadioHandle, server: BLEL2CAPServer, advertisedName: String) {
+        self.advertising = advertising
+        self.server = server
         self.advertisedName = advertisedName
     }
 
     /// Stops advertising and the channel server.
     package func stop() async {
-        await host.stopAdvertising()
-        await host.stopListening(psm: psm)
+        await advertising.stop()
+        await server.stop()
     }
 }

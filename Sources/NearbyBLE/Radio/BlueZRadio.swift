@@ -1,0 +1,136 @@
+import Logging
+import NearbyCore
+import NearbyWire
+
+/// Advertising, scanning and adapter state through `bluetoothd` (`org.bluez.LEAdvertisingManager1`,
+/// `org.bluez.Adapter1` discovery, `Device1` service data and RSSI): what ``BlueZRadio`` needs besides the kernel's
+/// L2CAP sockets. The D-Bus module provides it; ``BlueZRadio`` runs without one and then says so.
+package protocol BlueZGAPProvider: Sendable {
+    /// Checks that `bluetoothd` serves `adapter` and that it is powered.
+    func open(adapter: String) async throws
+    /// Whether the adapter advertises extended advertisements (`SupportedSecondaryChannels` / features).
+    func supportsExtendedAdvertising(adapter: String) async throws -> Bool
+    /// Registers a connectable advertisement carrying the service data; the handle unregisters it.
+    func startAdvertising(_ advertisement: BLEAdvertisement, adapter: String) async throws -> BLERadioHandle
+    /// LE discovery with duplicates: one report per advertisement seen (address, AD structures rebuilt from
+    /// service and manufacturer data, RSSI).
+    func scan(adapter: String, preset: ScanPreset) -> AsyncThrowingStream<AdvertisingReport, any Error>
+    /// The adapter's state (powered, removed, `bluetoothd` gone, rfkill), current first.
+    func states(adapter: String) -> AsyncStream<BLERadioState>
+}
+
+/// The ``BLERadio`` of the system's Bluetooth stack: L2CAP LE credit-based channels through the kernel's sockets
+/// (``KernelL2CAP``), advertising and scanning through `bluetoothd` (an injected ``BlueZGAPProvider``). The
+/// adapter stays BlueZ's, so the desktop's other Bluetooth devices keep working.
+///
+/// Without a ``BlueZGAPProvider`` only the channels work: advertising, scanning and ``open()`` throw a
+/// `bluetoothUnavailable` error that says the D-Bus part is missing.
+package final class BlueZRadio: BLERadio {
+    /// The adapter, like `hci0`.
+    package let adapter: String
+    /// Kernel socket settings (MTU, security level, local address).
+    package let socketOptions: KernelL2CAP.Options
+    private let gap: (any BlueZGAPProvider)?
+    private let logger: Logger
+
+    /// A radio on `adapter`, advertising and scanning through `gap` when given.
+    package init(
+        adapter: String = "hci0", gap: (any BlueZGAPProvider)? = nil, socketOptions: KernelL2CAP.Options = .init(),
+        logger: Logger = Logger(label: "nearby.ble.bluez")
+    ) {
+        self.adapter = adapter
+        self.gap = gap
+        self.socketOptions = socketOptions
+        var logger = logger
+        logger[metadataKey: "adapter"] = "\(adapter)"
+        self.logger = logger
+    }
+
+    /// `BlueZ on hciN`.
+    package var description: String { "BlueZ on \(adapter)" }
+
+    /// The error of an operation that needs `bluetoothd` when no D-Bus provider was given.
+    package var missingGAPError: NearbyError {
+        NearbyError(
+            NearbyError.Code(rawValue: "bluetoothUnavailable"),
+            "BlueZ advertising needs the BlueZ D-Bus layer (org.bluez.LEAdvertisingManager1, Adapter1 discovery), which this build does not include yet; only L2CAP channels work through the kernel on \(adapter). Use --hci tcp:HOST:PORT, uart:/dev/ttyX or hci:N for the user-space host")
+    }
+
+    private func requireGAP() throws -> any BlueZGAPProvider {
+        guard let gap else { throw missingGAPError }
+        return gap
+    }
+
+    package func open() async throws {
+        try await requireGAP().open(adapter: adapter)
+    }
+
+    package func supportsExtendedAdvertising() async throws -> Bool {
+        try await requireGAP().supportsExtendedAdvertising(adapter: adapter)
+    }
+
+    package func startAdvertising(_ advertisement: BLEAdvertisement) async throws -> BLERadioHandle {
+        try await requireGAP().startAdvertising(advertisement, adapter: adapter)
+    }
+
+    package func scan(preset: ScanPreset) -> AsyncThrowingStream<AdvertisingReport, any Error> {
+        guard let gap else {
+            return AsyncThrowingStream { $0.finish(throwing: missingGAPError) }
+        }
+        return gap.scan(adapter: adapter, preset: preset)
+    }
+
+    package func listen(
+        psm: UInt16?, onChannel: @escaping @Sendable (any L2CAPSDUChannel) -> Void
+    ) async throws -> BLEL2CAPServer {
+        let logger = self.logger
+        let server = try KernelL2CAP.listen(psm: psm, options: socketOptions) { channel in
+            logger.debug("accepted kernel L2CAP channel", metadata: ["peer": "\(channel.peer)", "peerMTU": "\(channel.peerMTU)"])
+            onChannel(channel)
+        } onError: { error in
+            logger.warning("kernel L2CAP server stopped: \(error)")
+        }
+        logger.debug("kernel L2CAP server listening", metadata: ["psm": "\(server.psm)"])
+        return server
+    }
+
+    package func connect(to address: BLEAddress, psm: UInt16) async throws -> any L2CAPSDUChannel {
+        try await KernelL2CAP.connect(to: address, psm: psm, options: socketOptions)
+    }
+
+    package func states() -> AsyncStream<BLERadioState> {
+        guard let gap else {
+            let error = missingGAPError
+            return AsyncStream { continuation in
+                continuation.yield(.unavailable(error))
+                continuation.finish()
+            }
+        }
+        return gap.states(adapter: adapter)
+    }
+
+    /// Nothing to release: servers and channels are closed by their owners.
+    package func shutdown() async {}
+}
+
+extension BLERadio where Self == BlueZRadio {
+    /// The system's BlueZ on `adapter`; advertising and scanning through `gap` (the D-Bus layer) when given.
+    package static func bluez(adapter: String = "hci0", gap: (any BlueZGAPProvider)? = nil) -> BlueZRadio {
+        BlueZRadio(adapter: adapter, gap: gap)
+    }
+}
+
+extension BLERadioSpec {
+    /// The radio this spec selects: a ``UserSpaceHostRadio`` on the transport, or a ``BlueZRadio`` on the adapter
+    /// with `bluezGAP` for advertising and scanning.
+    package func makeRadio(
+        host: BLEHost.Configuration = .init(), bluezGAP: (any BlueZGAPProvider)? = nil, logger: Logger
+    ) -> any BLERadio {
+        switch self {
+        case .userSpace(let transport):
+            return UserSpaceHostRadio(transport: transport, configuration: host, logger: logger)
+        case .bluez(let adapter):
+            return BlueZRadio(adapter: adapter, gap: bluezGAP, logger: logger)
+        }
+    }
+}
