@@ -15,12 +15,12 @@ struct EngineStrategyTests {
         let log: EventLog
         var id: String { engine.localEndpointID }
 
-        init(_ id: String, _ strategy: Strategy, air: InMemoryMedium.Air) {
+        init(_ id: String, _ strategy: Strategy, air: InMemoryMedium.Air, timeouts: EndpointSession.Timeouts = .init()) {
             var logger = Logger(label: "test")
             logger.logLevel = .critical
             let configuration = EngineConfiguration(
                 serviceID: "com.example.strategy", strategy: strategy,
-                receiveDirectory: FileManager.default.temporaryDirectory, logger: logger)
+                receiveDirectory: FileManager.default.temporaryDirectory, timeouts: timeouts, logger: logger)
             engine = NearbyEngine(configuration: configuration, mediums: [InMemoryMedium(air: air)], localEndpointID: id)
             log = EventLog(engine)
         }

@@ -19,8 +19,11 @@ struct EngineTieBreakTests {
           arguments: Strategy.allCases)
     func simultaneousRequests(strategy: Strategy) async throws {
         let air = InMemoryMedium.Air()
-        let a = Node("AAAA", strategy, air: air)
-        let b = Node("BBBB", strategy, air: air)
+        // No linger after each round's disconnect: the rounds follow each other at once.
+        var timeouts = EndpointSession.Timeouts()
+        timeouts.disconnectDelay = .zero
+        let a = Node("AAAA", strategy, air: air, timeouts: timeouts)
+        let b = Node("BBBB", strategy, air: air, timeouts: timeouts)
         try await a.advertise()
         try await b.advertise()
         try await a.discover("BBBB")

@@ -15,6 +15,20 @@ struct MultiEndpointSendTests {
         var id: EndpointID { manager.localEndpointID }
     }
 
+    /// A hub advertising, its spokes connected; the advertiser is kept (advertising stops when it goes).
+    struct Star {
+        let hub: Member
+        let spokes: [Member]
+        let directory: URL
+        let advertiser: Advertiser
+
+        /// Shuts every manager down (and keeps the advertiser alive until then).
+        func finish() async {
+            for member in [hub] + spokes { await member.manager.shutdown() }
+            withExtendedLifetime(advertiser) {}
+        }
+    }
+
     static func member(_ air: InMemoryMedium.Air, _ directory: URL) -> Member {
         var logger = Logger(label: "test")
         logger.logLevel = .critical
@@ -30,11 +44,12 @@ struct MultiEndpointSendTests {
     }
 
     /// A hub with `count` spokes connected to it.
-    static func star(spokes count: Int) async throws -> (hub: Member, spokes: [Member], directory: URL) {
+    static func star(spokes count: Int) async throws -> Star {
         let air = InMemoryMedium.Air()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("multi-\(UUID().uuidString)")
         let hub = member(air, directory.appendingPathComponent("hub"))
-        try await Advertiser(connectionManager: hub.manager).startAdvertising(using: Data("hub".utf8))
+        let advertiser = Advertiser(connectionManager: hub.manager)
+        try await advertiser.startAdvertising(using: Data("hub".utf8))
         #expect(await hub.manager.connectedEndpoints.isEmpty)
         var spokes: [Member] = []
         for index in 0..<count {
@@ -54,12 +69,14 @@ struct MultiEndpointSendTests {
             }
             spokes.append(spoke)
         }
-        return (hub, spokes, directory)
+        return Star(hub: hub, spokes: spokes, directory: directory, advertiser: advertiser)
     }
 
     @Test("connectedEndpoints lists the connected endpoints, sorted; a disconnected one leaves it")
     func connectedEndpoints() async throws {
-        let (hub, spokes, _) = try await Self.star(spokes: 3)
+        let star = try await Self.star(spokes: 3)
+        let hub = star.hub
+        let spokes = star.spokes
         #expect(await hub.manager.connectedEndpoints == spokes.map(\.id).sorted())
         #expect(await spokes[0].manager.connectedEndpoints == [hub.id])
         await spokes[1].manager.disconnect(from: hub.id)
@@ -67,11 +84,14 @@ struct MultiEndpointSendTests {
             await hub.manager.connectedEndpoints == [spokes[0].id, spokes[2].id].sorted() ? true : nil
         }
         #expect(await spokes[1].manager.connectedEndpoints.isEmpty)
+        await star.finish()
     }
 
     @Test("send(_:toEach:) gives every connected endpoint the bytes under one ID and reports the others")
     func bytesToEach() async throws {
-        let (hub, spokes, _) = try await Self.star(spokes: 3)
+        let star = try await Self.star(spokes: 3)
+        let hub = star.hub
+        let spokes = star.spokes
         let message = Data("to everyone".utf8)
         let result = try await hub.manager.send(message, toEach: spokes.map(\.id) + ["NOPE", spokes[0].id], id: 77)
         #expect(result.payloadID == 77)
@@ -91,11 +111,14 @@ struct MultiEndpointSendTests {
         }
         // Listed twice, sent once.
         #expect(spokes[0].log.all.filter { if case .bytesReceived(_, 77, _) = $0 { true } else { false } }.count == 1)
+        await star.finish()
     }
 
     @Test("send(_:toEach:) fails as a whole only when no endpoint could take the payload")
     func wholeFailure() async throws {
-        let (hub, spokes, _) = try await Self.star(spokes: 1)
+        let star = try await Self.star(spokes: 1)
+        let hub = star.hub
+        let spokes = star.spokes
         let unknown = await #expect(throws: NearbyError.self) {
             try await hub.manager.send(Data([1]), toEach: ["NOPE", "GONE"])
         }
@@ -107,11 +130,15 @@ struct MultiEndpointSendTests {
         }
         #expect(tooLarge?.code == .invalidArgument)
         #expect(!hub.log.contains { if case .transferUpdate(_, _, .failure, _, _, _, _) = $0 { true } else { false } })
+        await star.finish()
     }
 
     @Test("sendResource(at:withName:toEach:) delivers the file intact to each endpoint")
     func fileToEach() async throws {
-        let (hub, spokes, directory) = try await Self.star(spokes: 2)
+        let star = try await Self.star(spokes: 2)
+        let hub = star.hub
+        let spokes = star.spokes
+        let directory = star.directory
         var generator = SeededGenerator(seed: 14)
         let content = Data(generator.bytes(200_000))
         let source = directory.appendingPathComponent("source.bin")
@@ -125,11 +152,14 @@ struct MultiEndpointSendTests {
             }
             #expect(try Data(contentsOf: url) == content)
         }
+        await star.finish()
     }
 
     @Test("Google's callback send(_:to:) succeeds when one endpoint took it, fails when none could")
     func callbackForm() async throws {
-        let (hub, spokes, _) = try await Self.star(spokes: 2)
+        let star = try await Self.star(spokes: 2)
+        let hub = star.hub
+        let spokes = star.spokes
         let outcomes = LockedValue<[String: String]>([:])
         hub.manager.send(Data("some".utf8), to: [spokes[1].id, "NOPE"], id: 5) { error in
             outcomes.withLock { $0["some"] = error.map { "\(($0 as? NearbyError)?.code ?? .unknown)" } ?? "ok" }
@@ -143,5 +173,6 @@ struct MultiEndpointSendTests {
         try await Self.waitFor(hub.log, "a failure update for NOPE") {
             if case .transferUpdate("NOPE", 5, .failure, _, true, _, _) = $0 { true } else { false }
         }
+        await star.finish()
     }
 }
