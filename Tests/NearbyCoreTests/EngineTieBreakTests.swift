@@ -52,9 +52,16 @@ struct EngineTieBreakTests {
                 let open = await (a.engine.openSessionCount, b.engine.openSessionCount)
                 return connected == (["BBBB"], ["AAAA"]) && open == (1, 1) ? true : nil
             }
-            // Exactly one connection was offered to each app this round.
+            // Exactly one connection was offered to each app this round, and the side whose request went on heard
+            // of no failure (the request it refused is not reported; the other side's own request failing is).
             #expect(await Self.initiatedCount(a, after: seenA) == 1)
             #expect(await Self.initiatedCount(b, after: seenB) == 1)
+            let (requester, seen) = infoA.isIncoming ? (b, seenB) : (a, seenA)
+            #expect(await !requester.log.events.dropFirst(seen).contains {
+                // A channel closed before it said who it is (the other request, dropped while opening) reports
+                // no endpoint ID; the API layer ignores those.
+                if case .endpoint(.connectionFailed(.some, _)) = $0 { true } else { false }
+            }, "round \(round): \(requester.id) reported a failure although its request went on")
 
             await a.engine.disconnect(from: "BBBB")
             _ = try await eventually("round \(round): no session left") {
