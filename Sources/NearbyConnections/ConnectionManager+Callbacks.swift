@@ -3,37 +3,38 @@ import NearbyCore
 
 /// Sending and disconnecting in Google's callback shape.
 extension ConnectionManager {
-    /// Sends bytes to each endpoint; the handler reports whether the send was accepted (not delivery).
+    /// Sends bytes to each endpoint under one payload ID; the handler reports whether the send was accepted (not
+    /// delivery): `nil` once at least one endpoint took the payload, otherwise the first endpoint's error
+    /// (`.endpointUnknown` when none is connected). As in Google's API, an endpoint that could not take it while
+    /// others did gets a `.failure` transfer update; see ``send(_:toEach:id:)``.
     @discardableResult
     public func send(
         _ data: Data, to endpointIDs: [EndpointID], id: PayloadID? = nil,
         completionHandler: (@Sendable ((any Error)?) -> Void)? = nil
     ) -> CancellationToken {
-        let id = id ?? .unique()
-        Task {
-            do {
-                for endpoint in endpointIDs { try await engine.send(.bytes(Array(data)), to: endpoint, id: id) }
-                completionHandler?(nil)
-            } catch {
-                completionHandler?(error)
-            }
-        }
-        return CancellationToken(payloadID: id, engine: engine)
+        startInBackground(.bytes(Array(data)), to: endpointIDs, id: id ?? .unique(), completionHandler)
     }
 
-    /// Sends a file to each endpoint under `resourceName`.
+    /// Sends a file to each endpoint under `resourceName` and one payload ID; the handler is called as for
+    /// ``send(_:to:id:completionHandler:)``.
     @discardableResult
     public func sendResource(
         at resourceURL: URL, withName resourceName: String, to endpointIDs: [EndpointID], id: PayloadID? = nil,
         completionHandler: (@Sendable ((any Error)?) -> Void)? = nil
     ) -> CancellationToken {
-        let id = id ?? .unique()
         let (fileName, folder) = Self.split(resourceName)
+        return startInBackground(
+            .file(resourceURL, name: fileName, parentFolder: folder), to: endpointIDs, id: id ?? .unique(),
+            completionHandler)
+    }
+
+    private func startInBackground(
+        _ source: OutgoingPayloadSource, to endpointIDs: [EndpointID], id: PayloadID,
+        _ completionHandler: (@Sendable ((any Error)?) -> Void)?
+    ) -> CancellationToken {
         Task {
             do {
-                for endpoint in endpointIDs {
-                    try await engine.send(.file(resourceURL, name: fileName, parentFolder: folder), to: endpoint, id: id)
-                }
+                _ = try await start(source, toEach: endpointIDs, id: id)
                 completionHandler?(nil)
             } catch {
                 completionHandler?(error)

@@ -66,7 +66,10 @@ public final class Discoverer: Sendable {
     ///   - mediums: The mediums the connection may use (default: any); the endpoint must have been found
     ///     over one of them.
     /// - Throws: `NearbyError`: `.endpointUnknown` for an endpoint not found, `.mediumUnavailable` when
-    ///   it was found over a medium not in `mediums`, or why the connection failed.
+    ///   it was found over a medium not in `mediums`, `.alreadyConnectedToEndpoint` when a connection with it
+    ///   exists or is being made, `.outOfOrderApiCall` when the strategy allows no further outgoing connection
+    ///   (point-to-point and star: any connection already, incoming or outgoing; see `docs/STRATEGIES.md`), or
+    ///   why the connection failed.
     public func requestConnection(to endpointID: EndpointID, using context: Data, mediums: Set<Medium>? = nil)
         async throws
     {

@@ -39,6 +39,8 @@ public struct NearbyError: Error, Sendable, CustomStringConvertible {
         public static let outOfOrderApiCall = Code(rawValue: "outOfOrderApiCall")
         /// The endpoint is not known, or not connected.
         public static let endpointUnknown = Code(rawValue: "endpointUnknown")
+        /// A connection to the endpoint exists or is being made already (Google's `kAlreadyConnectedToEndpoint`).
+        public static let alreadyConnectedToEndpoint = Code(rawValue: "alreadyConnectedToEndpoint")
         /// Reading from or writing to an endpoint failed.
         public static let endpointIoError = Code(rawValue: "endpointIoError")
         /// The connection was rejected by one side.

@@ -74,6 +74,7 @@ extension EndpointSession {
     func end(_ error: NearbyError?, closeDelay: Duration = .zero, report: Bool = true, closeAtOnce: Bool = false) async {
         guard !ended else { return }
         ended = true
+        hasEnded.withLock { $0 = true }
         machine.close()
         timers.stop()
         sender.stop()

@@ -64,7 +64,9 @@ extension EndpointSession {
                 }
                 arm(deadlines.requestReceived(keepAlive: keepAlive))
                 if let admission, await !admission(self, id, nonce) {
-                    await end(NearbyError(.connectionRejected, "incoming request from \(id) refused"))
+                    // Closed before the handshake, as Google's advertiser does. Not reported: the app never saw
+                    // this request, and its endpoint ID may belong to a connection that goes on (a tie-break).
+                    await end(NearbyError(.connectionRejected, "incoming request from \(id) refused"), report: false)
                 }
             case .initiated(var connectionInfo):
                 if let id = endpointIDValue { connectionInfo.endpointID = id }

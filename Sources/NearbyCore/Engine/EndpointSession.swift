@@ -53,6 +53,9 @@ public actor EndpointSession {
     /// Set once both sides accepted, readable without hopping onto the actor (the engine counts pending
     /// endpoints with it).
     nonisolated let reachedConnected = LockedValue(false)
+    /// Set once the session ended, readable without hopping onto the actor (the engine's topology rules skip
+    /// ended sessions).
+    nonisolated let hasEnded = LockedValue(false)
     var ended = false
     var writerTask: Task<(any Error)?, Never>?
     var closeTask: Task<Void, Never>?
@@ -84,6 +87,7 @@ public actor EndpointSession {
         readChannel = channel
         self.machine = machine
         isOutgoing = machine.role == .outgoing
+        requestNonce = machine.requestNonce
         self.clock = clock
         timers = SessionTimers(clock: clock)
         deadlines = SessionDeadlines(
@@ -123,7 +127,7 @@ public actor EndpointSession {
     /// Whether the session is over.
     public var isEnded: Bool { ended }
     /// The nonce of our request (outgoing sessions).
-    public var requestNonce: Int32 { machine.requestNonce }
+    public nonisolated let requestNonce: Int32
     /// The medium the connection runs over now (it changes after a bandwidth upgrade).
     public var medium: MediumKind { readChannel.medium }
 
@@ -136,6 +140,8 @@ public actor EndpointSession {
 
     /// Runs the session until the connection ends.
     public func run() async {
+        // Ended before it ran (an outgoing request that lost the tie-break at once): its channel is closed already.
+        guard !ended else { return }
         let writer = self.writer
         writer.onFailure { [weak self] failure in
             // A failed write drops every later frame: the session is over even if the read loop does not notice

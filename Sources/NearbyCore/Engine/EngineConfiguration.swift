@@ -2,13 +2,16 @@ import Foundation
 import Logging
 import NearbyWire
 
-/// How endpoints may connect to each other.
+/// How endpoints may connect to each other. Endpoints find only endpoints of the same strategy, and the engine
+/// refuses connections the strategy does not allow, as Google's do (a refused request of our own throws
+/// `outOfOrderApiCall`; a refused incoming request has its channel closed before the handshake).
 public enum Strategy: String, Sendable, Hashable, CaseIterable {
     /// Any endpoint may connect to any other (M-to-N).
     case cluster
-    /// One hub advertises and many spokes connect to it (1-to-N).
+    /// One hub advertises and many spokes connect to it (1-to-N): the hub takes any number of incoming
+    /// connections and requests none while it has them; a spoke holds one connection.
     case star
-    /// Exactly one connection at a time (1-to-1).
+    /// Exactly one connection at a time (1-to-1), pending or connected, in either direction.
     case pointToPoint = "point-to-point"
 
     /// The strategy's value on the wire.

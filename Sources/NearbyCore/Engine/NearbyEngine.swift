@@ -25,6 +25,10 @@ package actor NearbyEngine {
     private var discovered: [String: DiscoveredEndpoint] = [:]
     private var sessions: [ObjectIdentifier: EndpointSession] = [:]
     private var byEndpoint: [String: EndpointSession] = [:]
+    /// Outgoing requests whose channel is still being opened: the nonce each will carry. They count for the
+    /// topology rules and the tie-break like a pending session; a tie-break lost meanwhile removes the entry.
+    private var connecting: [String: Int32] = [:]
+    private let rules: TopologyRules
     private let logger: Logger
     private let overflow: EventOverflowWarning
     /// The configuration's clock, wrapped once so that every session counts from the same start.
@@ -36,6 +40,7 @@ package actor NearbyEngine {
         self.mediums = mediums
         clock = NearbyClock(any: configuration.clock)
         self.localEndpointID = localEndpointID ?? EndpointID.random().value
+        rules = TopologyRules(strategy: configuration.strategy)
         (events, continuation) = AsyncStream.makeStream(
             bufferingPolicy: .bufferingNewest(max(1, configuration.limits.maxBufferedEvents)))
         var logger = configuration.logger
@@ -154,19 +159,32 @@ package actor NearbyEngine {
     ) async throws -> String {
         try Self.checkEndpointInfo(endpointInfo)
         let alias = peerEndpointID ?? EndpointID.random().value
-        if let existing = byEndpoint[alias], !(await existing.isEnded) {
-            throw NearbyError(.outOfOrderApiCall, "already connected or connecting to \(alias)")
-        }
-        try await checkStrategyAllowsOutgoing()
+        try checkStrategyAllowsOutgoing(to: alias)
         guard let medium = mediums.first(where: { $0.kind == kind }) else {
             throw NearbyError(.mediumUnavailable, "medium \(kind) is not available")
         }
-        let channel = try await medium.connect(to: route)
+        let nonce = Int32.random(in: .min ... .max)
+        connecting[alias] = nonce
+        let channel: any EndpointChannel
+        do {
+            channel = try await medium.connect(to: route)
+        } catch {
+            if connecting[alias] == nonce { connecting[alias] = nil }
+            throw error
+        }
+        guard connecting[alias] == nonce else {
+            await channel.close()
+            throw NearbyError(
+                .endpointIoError, "\(alias) requested a connection to us at the same moment; the tie-break dropped ours")
+        }
+        connecting[alias] = nil
         let machine = ConnectionStateMachine.outgoing(
-            local: localDescription(endpointInfo), medium: kind, peerEndpointID: alias, peerEndpointInfo: peerEndpointInfo)
+            local: localDescription(endpointInfo), medium: kind, peerEndpointID: alias, peerEndpointInfo: peerEndpointInfo,
+            nonce: nonce)
         let session = makeSession(channel: channel, machine: machine, keepAlive: configuration.keepAlive)
-        await session.setPeerEndpointID(alias)
+        // Registered before the next suspension, so a request from the same endpoint meanwhile meets the tie-break.
         register(session, endpointID: alias)
+        await session.setPeerEndpointID(alias)
         Task { await session.run() }
         return alias
     }
@@ -191,13 +209,15 @@ package actor NearbyEngine {
         try await session(endpointID).send(source, id: id)
     }
 
-    /// Cancels a payload in either direction.
+    /// Cancels a payload in either direction, on every connection that carries it (a payload sent to several
+    /// endpoints has one ID).
     @discardableResult
     package func cancelPayload(_ id: PayloadID) async -> Bool {
+        var found = false
         for session in sessions.values where await session.cancel(id) {
-            return true
+            found = true
         }
-        return false
+        return found
     }
 
     /// The endpoints currently connected.
@@ -208,6 +228,9 @@ package actor NearbyEngine {
         }
         return result.sorted()
     }
+
+    /// How many sessions are open (pending, connected, or ending but not yet closed); tests check that none leak.
+    package var openSessionCount: Int { sessions.count }
 
     /// Stops everything: advertising, discovery and every connection. Connections are closed in parallel, each
     /// within ``EndpointSession/disconnectReturnBound``, so peers that stopped reading cannot hold it up.
@@ -283,45 +306,55 @@ package actor NearbyEngine {
         }
     }
 
-    /// Decides whether an incoming request may go on: strategy limits, duplicates and the nonce tie-break.
+    /// Decides whether an incoming request may go on: duplicates, the nonce tie-break and the strategy's
+    /// topology (``TopologyRules``). The decision and its bookkeeping happen without suspending, so two requests
+    /// arriving together cannot both pass a rule meant for one.
     private func admit(_ session: EndpointSession, endpointID: String, nonce: Int32) async -> Bool {
-        if let existing = byEndpoint[endpointID], existing !== session, !(await existing.isEnded) {
-            if existing.isOutgoing, !(await existing.isConnected) {
-                let ours = await existing.requestNonce
-                if ours > nonce {
-                    logger.info("tie-break: keeping our request", metadata: ["endpoint_id": "\(endpointID)"])
-                    return false
-                }
-                if ours == nonce {
-                    await existing.disconnect()
-                    return false
-                }
-                await existing.disconnect()
-            } else {
-                logger.info("refusing a second connection from the same endpoint", metadata: ["endpoint_id": "\(endpointID)"])
-                return false
+        let decision = rules.incoming(from: endpointID, nonce: nonce, links: links(excluding: session))
+        let ours = byEndpoint[endpointID].flatMap { $0 === session ? nil : $0 }
+        switch decision {
+        case .admit:
+            byEndpoint[endpointID] = session
+            return true
+        case .admitDroppingOurs:
+            logger.info("tie-break: their request goes on, ours is dropped", metadata: ["endpoint_id": "\(endpointID)"])
+            connecting[endpointID] = nil
+            byEndpoint[endpointID] = session
+            await ours?.end(NearbyError(
+                .endpointIoError, "\(endpointID) requested a connection to us at the same moment and won the tie-break"))
+            return true
+        case .refuseDroppingOurs(let refusal):
+            logger.info("tie-break: both requests dropped", metadata: ["endpoint_id": "\(endpointID)", "reason": "\(refusal)"])
+            connecting[endpointID] = nil
+            if let ours {
+                byEndpoint[endpointID] = nil
+                await ours.end(NearbyError(.endpointIoError, "simultaneous requests with \(endpointID): \(refusal)"))
             }
+            return false
+        case .refuse(let refusal):
+            logger.info("refusing an incoming request", metadata: [
+                "endpoint_id": "\(endpointID)", "strategy": "\(configuration.strategy)", "reason": "\(refusal)"])
+            return false
         }
-        if configuration.strategy == .pointToPoint {
-            for other in sessions.values where other !== session {
-                if !(await other.isEnded), await other.endpointID != nil {
-                    logger.info("point-to-point: refusing a second connection", metadata: ["endpoint_id": "\(endpointID)"])
-                    return false
-                }
-            }
-        }
-        byEndpoint[endpointID] = session
-        return true
     }
 
-    private func checkStrategyAllowsOutgoing() async throws {
-        guard configuration.strategy == .pointToPoint else { return }
-        for session in sessions.values where !(await session.isEnded) {
-            if await session.endpointID != nil {
-                throw NearbyError(
-                    .outOfOrderApiCall, "point-to-point allows one connection at a time; disconnect first")
-            }
+    /// Throws the error Google gives when the strategy forbids a request to `endpointID` now (or one exists).
+    private func checkStrategyAllowsOutgoing(to endpointID: String) throws(NearbyError) {
+        if case .refuse(let code, let reason) = rules.outgoing(to: endpointID, links: links()) {
+            throw NearbyError(code, reason)
         }
+    }
+
+    /// The connections the topology rules count: outgoing requests still opening their channel, and every
+    /// session registered under an endpoint ID that has not ended.
+    private func links(excluding excluded: EndpointSession? = nil) -> [TopologyRules.Link] {
+        var result = connecting.map { TopologyRules.Link(endpointID: $0.key, direction: .outgoing, nonce: $0.value) }
+        for (id, session) in byEndpoint where session !== excluded && !session.hasEnded.withLock({ $0 }) {
+            result.append(TopologyRules.Link(
+                endpointID: id, direction: session.isOutgoing ? .outgoing : .incoming,
+                isConnected: session.reachedConnected.withLock { $0 }, nonce: session.requestNonce))
+        }
+        return result
     }
 
     private func session(_ endpointID: String) throws -> EndpointSession {
@@ -341,7 +374,7 @@ package actor NearbyEngine {
         mediums.filter { only?.contains($0.kind) ?? true }
     }
 
-    private func emit(_ event: EngineEvent) {
+    func emit(_ event: EngineEvent) {
         overflow.check(continuation.yield(event))
     }
 
