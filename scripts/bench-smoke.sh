@@ -26,7 +26,7 @@ expected = {
     ("wifi_lan_bytes_throughput", "plain_tcp", None), ("wifi_lan_bytes_throughput", "crypto_limit", None),
     ("rss_during_transfer", "receiver_idle_rss", None), ("connect_latency", "plain_tcp", None),
     ("connect_latency_p99", "plain_tcp", None),
-    ("star_connect_all", "plain_tcp", "100"), ("star_aggregate_throughput", "single_connection", "10"),
+    ("star_connect_all", "plain_tcp", "20"), ("star_aggregate_throughput", "single_connection", "10"),
     ("star_aggregate_throughput", "plain_tcp_fan_in", "10"),
     ("idle_connection_memory", None, None), ("discovery_latency", "avahi_tools", None),
 }

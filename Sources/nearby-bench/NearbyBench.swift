@@ -71,7 +71,7 @@ struct Sizes {
         cryptoBytes: 512 << 20, starSpokes: 100, starFanIns: [10, 100], starTotalBytes: 800 << 20)
     static let quick = Sizes(
         fileBytes: 64 << 20, bytesPayloads: 10, connections: 20, idleConnections: 10, discoveryRuns: 3,
-        cryptoBytes: 64 << 20, starSpokes: 100, starFanIns: [10], starTotalBytes: 40 << 20)
+        cryptoBytes: 64 << 20, starSpokes: 20, starFanIns: [10], starTotalBytes: 40 << 20)
 }
 
 /// One line of the report.

@@ -22,12 +22,14 @@ struct StarBench {
     }
 
     func run(singleConnectionMBps: Double?) async {
+        let begin = now()
         var hub: ReceiverProcess?
         var spokes: [Spoke] = []
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-bench-star-\(UUID().uuidString)")
         do {
             let peer = try ReceiverProcess(strategy: .star)
             hub = peer
+            warn(String(format: "star: hub started in %.1f s", now() - begin))
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             for _ in 0..<sizes.starSpokes {
                 let manager = ConnectionManager(
@@ -36,6 +38,7 @@ struct StarBench {
                 await tracker.start()
                 spokes.append(Spoke(manager: manager, tracker: tracker))
             }
+            warn(String(format: "star: hub started and %d spokes created in %.1f s", spokes.count, now() - begin))
             try await connectAll(&spokes, port: peer.nearbyPort, plainPort: peer.tcpPort)
             for fanIn in sizes.starFanIns where fanIn <= spokes.count {
                 try await aggregate(Array(spokes.prefix(fanIn)), hub: peer, directory: directory, single: singleConnectionMBps)
@@ -45,11 +48,15 @@ struct StarBench {
             report.emit(Figure(metric: "star_connect_all", value: nil, unit: "ms", lowerIsBetter: true, note: [("error", "\(error)")]))
             report.emit(Figure(metric: "star_aggregate_throughput", value: nil, unit: "MB/s", note: [("error", "\(error)")]))
         }
+        let closing = now()
         await withTaskGroup(of: Void.self) { group in
             for spoke in spokes { group.addTask { await closeQuietly(spoke.manager, spoke.tracker, endpoint: spoke.endpoint) } }
         }
+        let closed = now()
         try? FileManager.default.removeItem(at: directory)
         hub?.stop()
+        warn(String(format: "star: %.1f s in all, of which %.1f s closing %d spokes and %.1f s stopping the hub",
+                    now() - begin, closed - closing, spokes.count, now() - closed))
     }
 
     private func connectAll(_ spokes: inout [Spoke], port: Int, plainPort: Int) async throws {
