@@ -18,11 +18,17 @@ scripts/with-test-network.sh timeout --signal=TERM --kill-after=30s 10m "$bench"
 
 python3 - "$output" <<'PY'
 import json, sys
+# (metric, baseline, qualifier): the qualifier tells apart lines of one metric and baseline (side, spokes).
 expected = {
-    ("wifi_lan_file_throughput", "plain_tcp"), ("wifi_lan_file_throughput", "crypto_limit"),
-    ("wifi_lan_bytes_throughput", "plain_tcp"), ("wifi_lan_bytes_throughput", "crypto_limit"),
-    ("rss_during_transfer", "receiver_idle_rss"), ("connect_latency", "plain_tcp"),
-    ("connect_latency_p99", "plain_tcp"), ("idle_connection_memory", None), ("discovery_latency", "avahi_tools"),
+    ("crypto_limit", "aes_cbc_hmac_sha256", None), ("crypto_open_limit", "aes_cbc_hmac_sha256", None),
+    ("wifi_lan_file_throughput", "plain_tcp", None), ("wifi_lan_file_throughput", "crypto_limit", None),
+    ("cpu_seconds_per_gib", "plain_tcp", "sender"), ("cpu_seconds_per_gib", "plain_tcp", "receiver"),
+    ("wifi_lan_bytes_throughput", "plain_tcp", None), ("wifi_lan_bytes_throughput", "crypto_limit", None),
+    ("rss_during_transfer", "receiver_idle_rss", None), ("connect_latency", "plain_tcp", None),
+    ("connect_latency_p99", "plain_tcp", None),
+    ("star_connect_all", "plain_tcp", "20"), ("star_aggregate_throughput", "single_connection", "10"),
+    ("star_aggregate_throughput", "plain_tcp_fan_in", "10"),
+    ("idle_connection_memory", None, None), ("discovery_latency", "avahi_tools", None),
 }
 seen, problems = set(), []
 for number, line in enumerate(open(sys.argv[1]), 1):
@@ -34,14 +40,14 @@ for number, line in enumerate(open(sys.argv[1]), 1):
     except ValueError:
         problems.append(f"line {number} is not JSON: {line!r}")
         continue
-    key = (figure.get("metric"), figure.get("baseline"))
+    key = (figure.get("metric"), figure.get("baseline"), figure.get("side") or figure.get("spokes"))
     seen.add(key)
     if not isinstance(figure.get("value"), (int, float)):
         problems.append(f"{key[0]} has no value: {line}")
     if key[1] is not None and not isinstance(figure.get("ratio"), (int, float)):
         problems.append(f"{key[0]} vs {key[1]} has no ratio: {line}")
 for key in sorted(expected - seen, key=str):
-    problems.append(f"missing figure {key[0]} (baseline {key[1]})")
+    problems.append(f"missing figure {key[0]} (baseline {key[1]}{', ' + key[2] if key[2] else ''})")
 if problems:
     print("bench-smoke: FAILED\n  " + "\n  ".join(problems), file=sys.stderr)
     sys.exit(1)

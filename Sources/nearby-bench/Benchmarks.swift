@@ -11,44 +11,39 @@ struct Benchmarks {
 
     func runAll(only: String? = nil) async throws {
         if only == nil || only == "throughput" {
-            // 1. The cipher's ceiling, in process, one core.
-            let cryptoLimit = cryptoLimitMBps()
+            // 1. The cipher's ceiling, in process, one core, next to the bare primitives.
+            let limits = CryptoLimits.measure(bytes: sizes.cryptoBytes)
+            limits.emit(to: report)
 
             // 2. Throughput and connection latency against one receiver process.
-            await throughputAndLatency(cryptoLimit: cryptoLimit)
+            let single = await throughputAndLatency(cryptoLimit: limits.seal)
+
+            // 3. Many spokes at once against one star hub.
+            await StarBench(sizes: sizes, report: report).run(singleConnectionMBps: single)
         }
-        // 3. Memory per idle connection, against a fresh receiver process.
+        if only == "star" { await StarBench(sizes: sizes, report: report).run(singleConnectionMBps: nil) }
+        if only == "transfer" {
+            // Crypto limits and the single-connection transfers only (for profiling the data path).
+            let limits = CryptoLimits.measure(bytes: sizes.cryptoBytes)
+            limits.emit(to: report)
+            await throughputAndLatency(cryptoLimit: limits.seal, latency: false)
+        }
+        // 4. Memory per idle connection, against a fresh receiver process.
         if only == nil || only == "idle" { await idleConnectionMemory() }
 
-        // 4. Discovery, when Avahi is there.
+        // 5. Discovery, when Avahi is there.
         if only == nil || only == "discovery" { await discoveryLatency() }
 
         let abandoned = abandonedCalls.withLock { $0 }
         if !abandoned.isEmpty { warn("calls abandoned after 5 s (hung in the stack): \(abandoned)") }
     }
 
-    // MARK: - crypto_limit
-
-    /// AES-256-CBC + HMAC-SHA256 over 64 KiB chunks through the D2D channel (exactly the per-chunk work of the
-    /// stack's sender), on the calling thread.
-    func cryptoLimitMBps() -> Double? {
-        var channel = D2DSecureChannel(nextProtocolSecret: (0..<32).map { UInt8($0) }, role: .client)
-        let chunk = [UInt8](repeating: 0xA5, count: 65_536)
-        let count = sizes.cryptoBytes / chunk.count
-        let start = now()
-        var produced = 0
-        for _ in 0..<count {
-            guard let sealed = try? channel.encode(chunk) else { return nil }
-            produced &+= sealed.count
-        }
-        let seconds = now() - start
-        guard produced > 0 else { return nil }
-        return Double(count * chunk.count) / Self.megabyte / seconds
-    }
-
     // MARK: - Throughput, RSS, connect latency
 
-    func throughputAndLatency(cryptoLimit: Double?) async {
+    /// Returns the single-connection file throughput (MB/s), the star figures' baseline.
+    @discardableResult
+    func throughputAndLatency(cryptoLimit: Double?, latency: Bool = true) async -> Double? {
+        var singleFileMBps: Double?
         let fileMetric = "wifi_lan_file_throughput", bytesMetric = "wifi_lan_bytes_throughput"
         var receiver: ReceiverProcess?
         var sourceDirectory: URL?
@@ -67,18 +62,24 @@ struct Benchmarks {
             // The file through the stack.
             var acks = await tracker.state.acks
             var start = now()
-            _ = try await bounded(60, "sendResource") { try await manager.sendResource(at: source, withName: "bench.bin", to: endpoint) }
-            let target = acks + 1
-            guard await tracker.wait(timeout: 600, { $0.acks >= target }) else { throw BenchFailure("the file did not arrive") }
-            let fileSeconds = now() - start
+            let (fileSeconds, stackCPU) = try await CPUSample.measure(receiver: peer.pid) {
+                _ = try await bounded(60, "sendResource") { try await manager.sendResource(at: source, withName: "bench.bin", to: endpoint) }
+                let target = acks + 1
+                guard await tracker.wait(timeout: 600, { $0.acks >= target }) else { throw BenchFailure("the file did not arrive") }
+                return now() - start
+            }
             let peakKB = procStatusKB(pid: peer.pid, field: "VmHWM")
 
             // The same file over plain TCP, also written to disk and fsync'd on the receiver.
-            let plainFileSeconds = try PlainTCP.transfer(port: peer.tcpPort, mode: "F", total: sizes.fileBytes, file: source.path)
+            let (plainFileSeconds, plainCPU) = try await CPUSample.measure(receiver: peer.pid) {
+                try PlainTCP.transfer(port: peer.tcpPort, mode: "F", total: sizes.fileBytes, file: source.path)
+            }
             let fileMBps = Double(sizes.fileBytes) / Self.megabyte / fileSeconds
+            singleFileMBps = fileMBps
             report.emit(Figure(metric: fileMetric, value: fileMBps, unit: "MB/s", baseline: "plain_tcp",
                                baselineValue: Double(sizes.fileBytes) / Self.megabyte / plainFileSeconds))
             report.emit(Figure(metric: fileMetric, value: fileMBps, unit: "MB/s", baseline: "crypto_limit", baselineValue: cryptoLimit))
+            CPUSample.emit(stack: stackCPU, plain: plainCPU, bytes: sizes.fileBytes, to: report)
             report.emit(Figure(
                 metric: "rss_during_transfer", value: peakKB.map { Double($0) / 1024 }, unit: "MB",
                 baseline: "receiver_idle_rss", baselineValue: idleRSS.map { Double($0) / 1024 }, lowerIsBetter: true,
@@ -108,6 +109,10 @@ struct Benchmarks {
         }
         if let sourceDirectory { try? FileManager.default.removeItem(at: sourceDirectory) }
 
+        if !latency {
+            receiver?.stop()
+            return singleFileMBps
+        }
         do {
             guard let peer = receiver else { throw BenchFailure("no receiver process") }
             var stack: [Double] = []
@@ -143,6 +148,7 @@ struct Benchmarks {
             report.emit(Figure(metric: "connect_latency_p99", value: nil, unit: "ms", lowerIsBetter: true, note: [("error", "\(error)")]))
         }
         receiver?.stop()
+        return singleFileMBps
     }
 
     /// A new manager connected by address to the receiver, both sides accepted.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NearbyConnections
+import NearbyCore
 import NearbySecurity
 
 @main
@@ -22,8 +23,12 @@ struct ReceiverCommand: AsyncParsableCommand {
     @Option(help: "Where received files go (they are deleted once complete).")
     var dir: String
 
+    @Option(help: "The strategy to advertise with (cluster, star or point-to-point).")
+    var strategy: String = Strategy.cluster.rawValue
+
     func run() async throws {
-        try await Receiver.run(directory: URL(fileURLWithPath: dir))
+        guard let strategy = Strategy(rawValue: strategy) else { throw ValidationError("unknown strategy \(strategy)") }
+        try await Receiver.run(directory: URL(fileURLWithPath: dir), strategy: strategy)
     }
 }
 
@@ -36,7 +41,7 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "Small sizes: finishes in well under a minute.")
     var quick = false
 
-    @Option(help: ArgumentHelp("Run one group only: throughput, idle or discovery.", visibility: .hidden))
+    @Option(help: ArgumentHelp("Run one group only: throughput, transfer (no connect latency), star, idle or discovery.", visibility: .hidden))
     var only: String?
 
     func run() async throws {
@@ -54,13 +59,19 @@ struct Sizes {
     var idleConnections: Int
     var discoveryRuns: Int
     var cryptoBytes: Int
+    /// Spokes connected at once to one star hub (`star_connect_all`).
+    var starSpokes: Int
+    /// How many of them send a file at once, one `star_aggregate_throughput` line each.
+    var starFanIns: [Int]
+    /// Bytes sent in total per fan-in (split evenly over the spokes).
+    var starTotalBytes: Int
 
     static let full = Sizes(
         fileBytes: 1 << 30, bytesPayloads: 200, connections: 500, idleConnections: 100, discoveryRuns: 20,
-        cryptoBytes: 512 << 20)
+        cryptoBytes: 512 << 20, starSpokes: 100, starFanIns: [10, 100], starTotalBytes: 800 << 20)
     static let quick = Sizes(
         fileBytes: 64 << 20, bytesPayloads: 10, connections: 20, idleConnections: 10, discoveryRuns: 3,
-        cryptoBytes: 64 << 20)
+        cryptoBytes: 64 << 20, starSpokes: 20, starFanIns: [10], starTotalBytes: 40 << 20)
 }
 
 /// One line of the report.

@@ -1,5 +1,6 @@
 import Foundation
 import NearbyConnections
+import NearbyCore
 
 /// The receiving process (`nearby-bench receiver --dir DIR`): advertises by address on 127.0.0.1 through the full
 /// stack and serves the plain-TCP baseline, then prints `READY <nearby-port> <tcp-port>`.
@@ -7,16 +8,20 @@ import NearbyConnections
 /// It accepts every connection, deletes each received file once it is complete, and answers every received
 /// file and every large BYTES payload with a one-byte BYTES ack. It exits when its standard input closes.
 enum Receiver {
-    static func run(directory: URL) async throws {
+    static func run(directory: URL, strategy: Strategy = .cluster) async throws {
         signal(SIGPIPE, SIG_IGN)
         // Leave when the parent goes away (its end of our stdin closes).
         Thread.detachNewThread {
             while FileHandle.standardInput.availableData.count > 0 {}
             exit(0)
         }
+        // A star hub lets every spoke handshake at once (the default of 16 pending endpoints refuses the rest of
+        // 100 simultaneous requests; the star figures measure the hub with all of them at once).
+        var limits = ResourceLimits()
+        if strategy == .star { limits.maxPendingEndpoints = limits.maxEndpoints }
         let manager = ConnectionManager(
-            serviceID: "nearby-bench", strategy: .cluster,
-            options: ConnectionOptions(receiveDirectory: directory, listenPort: nil, logger: quietLogger()))
+            serviceID: "nearby-bench", strategy: strategy,
+            options: ConnectionOptions(receiveDirectory: directory, listenPort: nil, limits: limits, logger: quietLogger()))
         let subscription = manager.events
         let events = Task {
             for await event in subscription {
@@ -55,11 +60,12 @@ final class ReceiverProcess {
 
     var pid: Int32 { process.processIdentifier }
 
-    init() throws {
+    /// Starts `nearby-bench receiver` advertising with `strategy` (the star figures use a `.star` hub).
+    init(strategy: Strategy = .cluster) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-bench-recv-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         process.executableURL = URL(fileURLWithPath: selfExecutable())
-        process.arguments = ["receiver", "--dir", directory.path]
+        process.arguments = ["receiver", "--dir", directory.path, "--strategy", strategy.rawValue]
         process.standardInput = stdinPipe
         process.standardOutput = stdoutPipe
         try process.run()

@@ -106,6 +106,20 @@ struct LengthPrefixFramingTests {
         _ = try? channel.finish()
     }
 
+    @Test("The NIO frame writer sends the prefix then the body itself, and refuses oversize bodies")
+    func nioFrameWriter() throws {
+        let channel = EmbeddedChannel(handler: LengthPrefixedFrameWriter())
+        try channel.writeOutbound(ByteBuffer(bytes: [5, 6, 7]))
+        let prefix: ByteBuffer = try #require(try channel.readOutbound())
+        let body: ByteBuffer = try #require(try channel.readOutbound())
+        #expect(Array(prefix.readableBytesView) + Array(body.readableBytesView) == [0, 0, 0, 3, 5, 6, 7])
+        #expect(throws: NearbyError.self) {
+            try channel.writeOutbound(ByteBuffer(repeating: 0, count: 1_048_577))
+        }
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == nil)
+        _ = try? channel.finish()
+    }
+
     @Test("Random byte streams never crash the decoders")
     func randomStreams() throws {
         var generator = SeededGenerator(seed: 11)

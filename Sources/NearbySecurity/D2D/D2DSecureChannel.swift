@@ -53,18 +53,25 @@ public struct D2DSecureChannel: Sendable {
             throw NearbyError(.sequenceMismatch, "outgoing sequence numbers are exhausted")
         }
         let sequence = lastSentSequenceNumber + 1
-        // DeviceToDeviceMessage { 1: message, 2: sequence_number }
+        // DeviceToDeviceMessage { 1: message, 2: sequence_number }, then PKCS#7 padding, in one buffer of the
+        // final size: the cipher then runs without padding and copies the plaintext once instead of growing it.
+        let sequenceVarint = UInt64(bitPattern: Int64(sequence))
+        let plaintextLength = 1 + ProtobufWireScanner.varintLength(UInt64(message.count)) + message.count
+            + 1 + ProtobufWireScanner.varintLength(sequenceVarint)
+        let padding = 16 - plaintextLength % 16
         var plaintext: [UInt8] = []
-        plaintext.reserveCapacity(message.count + 16)
+        plaintext.reserveCapacity(plaintextLength + padding)
         plaintext.append(0x0A)
         ProtobufWireScanner.appendVarint(UInt64(message.count), to: &plaintext)
         plaintext.append(contentsOf: message)
         plaintext.append(0x10)
-        ProtobufWireScanner.appendVarint(UInt64(bitPattern: Int64(sequence)), to: &plaintext)
+        ProtobufWireScanner.appendVarint(sequenceVarint, to: &plaintext)
+        plaintext.append(contentsOf: repeatElement(UInt8(padding), count: padding))
 
         let iv = iv ?? CryptoPrimitives.randomBytes(16)
         guard iv.count == 16 else { throw NearbyError(.invalidArgument, "AES-CBC IV is \(iv.count) bytes, not 16") }
-        let ciphertext = try CryptoPrimitives.aesCBCEncryptData(key: sendEncryptionKey, iv: iv, plaintext: plaintext)
+        let ciphertext = try CryptoPrimitives.aesCBCEncryptData(
+            key: sendEncryptionKey, iv: iv, plaintext: plaintext, padded: true)
 
         // Header { 1: HMAC_SHA256, 2: AES_256_CBC, 5: iv, 6: GcmMetadata }
         let header: [UInt8] = [0x08, 0x01, 0x10, 0x02, 0x2A, 0x10] + iv + [0x32, UInt8(Self.publicMetadata.count)]

@@ -60,11 +60,12 @@ package enum CryptoPrimitives {
     }
 
     /// AES-256-CBC encryption with PKCS#7 padding, returning the ciphertext as `Data` (no extra copy).
-    static func aesCBCEncryptData(key: SymmetricKey, iv: [UInt8], plaintext: some DataProtocol)
+    /// - Parameter padded: `plaintext` already ends with its PKCS#7 padding (so it is a whole number of blocks).
+    static func aesCBCEncryptData(key: SymmetricKey, iv: [UInt8], plaintext: some DataProtocol, padded: Bool = false)
         throws(NearbyError) -> Data
     {
         do {
-            return try AES._CBC.encrypt(plaintext, using: key, iv: try AES._CBC.IV(ivBytes: iv))
+            return try AES._CBC.encrypt(plaintext, using: key, iv: try AES._CBC.IV(ivBytes: iv), noPadding: padded)
         } catch {
             throw NearbyError(.invalidArgument, "AES-CBC encryption failed", cause: error)
         }

@@ -7,7 +7,7 @@ import NearbyWire
 /// `LengthPrefixFraming`.
 ///
 /// The connection is a SwiftNIO channel whose pipeline decodes inbound bytes into frame bodies
-/// (`LengthPrefixedFrameDecoder`) and prefixes outbound bodies (`LengthPrefixedFrameEncoder`);
+/// (`LengthPrefixedFrameDecoder`) and prefixes outbound bodies without copying them (`LengthPrefixedFrameWriter`);
 /// it is driven from Swift concurrency through an `NIOAsyncChannel`. `TCP_NODELAY` is set, so small frames leave at
 /// once.
 ///
@@ -44,7 +44,7 @@ package final class TCPEndpointChannel: EndpointChannel {
         let observer = TCPOutputShutdownObserver(eventLoop: channel.eventLoop)
         let operations = channel.pipeline.syncOperations
         try operations.addHandler(ByteToMessageHandler(LengthPrefixedFrameDecoder()))
-        try operations.addHandler(MessageToByteHandler(LengthPrefixedFrameEncoder()))
+        try operations.addHandler(LengthPrefixedFrameWriter())
         try operations.addHandler(observer)
         let asyncChannel = try NIOAsyncChannel<[UInt8], ByteBuffer>(
             wrappingChannelSynchronously: channel,

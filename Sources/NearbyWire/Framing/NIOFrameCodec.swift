@@ -66,3 +66,33 @@ package struct LengthPrefixedFrameEncoder: MessageToByteEncoder, Sendable {
         out.writeImmutableBuffer(data)
     }
 }
+
+/// A SwiftNIO outbound handler that writes each outbound `ByteBuffer` as one frame without copying the body: the
+/// 4-byte big-endian length goes out as its own small buffer, then the body buffer itself (NIO sends both with one
+/// vectored write when they are flushed together). ``LengthPrefixedFrameEncoder`` produces the same bytes but
+/// copies every body into a new buffer first. Bodies longer than ``LengthPrefixFraming/maxFrameLength`` fail the
+/// write with ``NearbyError/Code-swift.struct/invalidFraming`` and nothing is written.
+package final class LengthPrefixedFrameWriter: ChannelOutboundHandler, Sendable {
+    /// A frame body.
+    package typealias OutboundIn = ByteBuffer
+    /// The prefix, then the body.
+    package typealias OutboundOut = ByteBuffer
+
+    /// Creates the handler.
+    package init() {}
+
+    /// Writes the prefix, then the body; the write's promise completes with the body's.
+    package func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let body = unwrapOutboundIn(data)
+        do {
+            try LengthPrefixFraming.checkLength(body.readableBytes)
+        } catch {
+            promise?.fail(error)
+            return
+        }
+        var prefix = context.channel.allocator.buffer(capacity: LengthPrefixFraming.prefixLength)
+        prefix.writeInteger(Int32(body.readableBytes), endianness: .big)
+        context.write(wrapOutboundOut(prefix), promise: nil)
+        context.write(wrapOutboundOut(body), promise: promise)
+    }
+}
