@@ -90,11 +90,17 @@ package actor BlueZAdvertiser {
     }
 
     /// Replaces the advertised data (BlueZ ignores property changes of a registered advertisement, so it is
-    /// unregistered and registered again).
+    /// unregistered and registered again). Without a powered adapter (e.g. `bluetoothd` just went away) the new
+    /// data is kept and registered when the adapter is back.
+    /// - Throws: BlueZ's refusal of the new data.
     package func update(_ advertisement: BlueZAdvertisement) async throws {
         current.withLock { $0 = advertisement }
         guard registeredOn != nil else { return }
         await unregister()
+        guard await adapter.state?.powered == true else {
+            eventContinuation.yield(.unregistered(reason: "adapter unavailable while updating"))
+            return
+        }
         try await register()
     }
 
