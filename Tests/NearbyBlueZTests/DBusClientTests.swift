@@ -158,6 +158,55 @@ import Testing
         #expect(error.code == .mediumUnavailable)
     }
 
+    /// Many calls in flight at once, from several tasks, with signals interleaved: every reply arrives. With both
+    /// of libdbus's watches on one descriptor, toggling the write source sometimes lost the read interest and a
+    /// reply never came (a 25 s NoReply).
+    @Test func manyConcurrentCallsAllGetTheirReplies() async throws {
+        try await withPrivateBus { bus in
+            let service = try await bus.connect()
+            let client = try await bus.connect()
+            try await exportService(on: service)
+            let destination = service.uniqueName
+            try await withTestTimeout(60, "400 calls") {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for worker in 0..<4 {
+                        group.addTask {
+                            for index in 0..<100 {
+                                let argument = DBusValue.bytes(Array(repeating: UInt8(index), count: 64 * (worker + 1)))
+                                let reply = try await client.call(
+                                    destination: destination, path: Self.path, interface: Self.interface,
+                                    member: "Echo", arguments: [argument], timeout: .seconds(20))
+                                #expect(reply == [argument])
+                                try await service.emitSignal(path: Self.path, interface: Self.interface, member: "Tick")
+                            }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            await service.close()
+            await client.close()
+        }
+    }
+
+    /// A client dropped without `close()` (as the probe does at exit) shuts down without libdbus calling back
+    /// into freed objects; this crashed ("unowned reference ... already destroyed") before the callbacks were
+    /// unhooked on shutdown.
+    @Test func droppedClientsShutDownCleanly() async throws {
+        try await withPrivateBus { bus in
+            for _ in 0..<20 {
+                var client: DBusClient? = try await bus.connect()
+                let stream = try await client?.signals(matching: DBusMatch(interface: Self.interface))
+                _ = try await client?.nameHasOwner("com.example.Nobody")
+                client = nil
+                _ = stream
+            }
+            let survivor = try await bus.connect()
+            #expect(try await survivor.nameHasOwner(survivor.uniqueName))
+            await survivor.close()
+        }
+    }
+
     @Test func unreachableBusIsMediumUnavailable() async throws {
         let error = try await #require(throws: NearbyError.self) {
             try await DBusClient.connect(address: "unix:path=/nonexistent/nearby-test-bus")

@@ -25,7 +25,7 @@ final class DBusConnectionCore: @unchecked Sendable {
     init(logger: Logger) {
         self.logger = logger
         loop = DBusMainLoop(label: "nearby.dbus")
-        loop.dispatch = { [unowned self] in self.dispatchAll() }
+        loop.dispatch = { [weak self] in self?.dispatchAll() }
     }
 
     /// Opens the connection (on the queue; the connect(2) to a local socket does not wait on the peer).
@@ -41,13 +41,12 @@ final class DBusConnectionCore: @unchecked Sendable {
         dbus_connection_set_exit_on_disconnect(connection, 0)
         self.connection = connection
         loop.install(on: connection)
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        dbus_connection_add_filter(
-            connection,
-            { _, message, data in
-                guard let message, let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
-                return Unmanaged<DBusConnectionCore>.fromOpaque(data).takeUnretainedValue().filter(message)
-            }, me, nil)
+        dbus_connection_add_filter(connection, Self.filterFunction, Unmanaged.passUnretained(self).toOpaque(), nil)
+    }
+
+    private static let filterFunction: DBusHandleMessageFunction = { _, message, data in
+        guard let message, let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+        return Unmanaged<DBusConnectionCore>.fromOpaque(data).takeUnretainedValue().filter(message)
     }
 
     func dispatchAll() {
@@ -131,10 +130,11 @@ final class DBusConnectionCore: @unchecked Sendable {
         reply.pending = pending
         pendingReplies[ObjectIdentifier(reply)] = reply
         let call = UncheckedPendingCall(call: pending)
-        reply.finished = { [unowned self] in
-            self.pendingReplies[ObjectIdentifier(reply)] = nil
+        let queue = self.queue
+        reply.finished = { [weak self] in
+            self?.pendingReplies[ObjectIdentifier(reply)] = nil
             // Not inside the notification that may be running now: unreferencing can free the call.
-            self.queue.async { dbus_pending_call_unref(call.call) }
+            queue.async { dbus_pending_call_unref(call.call) }
         }
         let data = Unmanaged.passRetained(reply).toOpaque()
         let installed = dbus_pending_call_set_notify(
@@ -169,6 +169,13 @@ final class DBusConnectionCore: @unchecked Sendable {
         for waiter in disconnectWaiters { waiter.resume() }
         disconnectWaiters.removeAll()
         if let connection {
+            // Unhook every callback first: pending calls keep the connection alive after this object is gone,
+            // and libdbus must not call into it then.
+            dbus_connection_remove_filter(connection, Self.filterFunction, Unmanaged.passUnretained(self).toOpaque())
+            dbus_connection_set_dispatch_status_function(connection, nil, nil, nil)
+            dbus_connection_set_wakeup_main_function(connection, nil, nil, nil)
+            dbus_connection_set_watch_functions(connection, nil, nil, nil, nil, nil)
+            dbus_connection_set_timeout_functions(connection, nil, nil, nil, nil, nil)
             dbus_connection_close(connection)
             dbus_connection_unref(connection)
             self.connection = nil

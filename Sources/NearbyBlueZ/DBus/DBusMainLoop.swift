@@ -1,5 +1,8 @@
 import CDBus
 import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// libdbus's main-loop hooks on one serial `DispatchQueue`: every watch becomes a `DispatchSource` on its file
 /// descriptor, every timeout a `DispatchSourceTimer`, and pending input is dispatched on the same queue.
@@ -13,7 +16,10 @@ final class DBusMainLoop: @unchecked Sendable {
     var dispatch: () -> Void = {}
 
     /// The dispatch sources of one watch; they exist only while libdbus has the watch enabled (a disabled watch's
-    /// sources are cancelled rather than suspended, so no suspended source is ever released or re-armed).
+    /// sources are cancelled rather than suspended, so no suspended source is ever released or re-armed). Each
+    /// source watches a `dup` of the socket of its own: libdbus has a read and a write watch on one socket, and
+    /// libdispatch sources sharing one descriptor lost the read interest when the write source was toggled
+    /// (replies then never arrived).
     private final class WatchSources {
         let watch: OpaquePointer
         let fd: Int32
@@ -109,7 +115,9 @@ final class DBusMainLoop: @unchecked Sendable {
             sources.generation += 1
             let generation = sources.generation
             if sources.flags & DBUS_WATCH_READABLE.rawValue != 0 {
-                let source = DispatchSource.makeReadSource(fileDescriptor: sources.fd, queue: queue)
+                let fd = dup(sources.fd)
+                let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+                source.setCancelHandler { close(fd) }
                 source.setEventHandler { [weak self] in
                     guard let self, let current = self.watches[watch], current.generation == generation,
                         current.read != nil
@@ -120,7 +128,9 @@ final class DBusMainLoop: @unchecked Sendable {
                 source.resume()
             }
             if sources.flags & DBUS_WATCH_WRITABLE.rawValue != 0 {
-                let source = DispatchSource.makeWriteSource(fileDescriptor: sources.fd, queue: queue)
+                let fd = dup(sources.fd)
+                let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
+                source.setCancelHandler { close(fd) }
                 source.setEventHandler { [weak self] in
                     guard let self, let current = self.watches[watch], current.generation == generation,
                         current.write != nil
