@@ -26,6 +26,7 @@ let package = Package(
         .executable(name: "nearby-bench", targets: ["nearby-bench"]),
         .library(name: "NearbyAudio", targets: ["NearbyAudio"]),
         .library(name: "NearbyPulseAudio", targets: ["NearbyPulseAudio"]),
+        .executable(name: "nearby-bluez-probe", targets: ["nearby-bluez-probe"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -268,6 +269,31 @@ let package = Package(
         .testTarget(
             name: "NearbyPulseAudioTests",
             dependencies: ["NearbyPulseAudio", "NearbyAudio", "NearbyWire", "NearbyTestSupport"]
+        ),
+        // libdbus-1, the reference D-Bus client library (apt: libdbus-1-dev).
+        .systemLibrary(
+            name: "CDBus",
+            pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"])]
+        ),
+        // BlueZ over D-Bus (docs/BLUEZ-BACKEND.md): a small D-Bus layer on libdbus with its main loop on dispatch
+        // sources, and BlueZ's adapter, advertising and discovery on top. Independent of NearbyBLE's types.
+        .target(
+            name: "NearbyBlueZ",
+            dependencies: ["CDBus", "NearbyWire", "NearbyCore", .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(
+            name: "NearbyBlueZTests",
+            dependencies: ["NearbyBlueZ", "NearbyWire", "NearbyTestSupport"]
+        ),
+        // A small CLI driving NearbyBlueZ, run inside the BlueZ VM rig (scripts/test-bluez-vm.sh).
+        .executableTarget(
+            name: "nearby-bluez-probe",
+            dependencies: [
+                "NearbyBlueZ", "NearbyWire",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -58,6 +58,8 @@ mark hci0_present
 bluetoothd_args=(-n)
 [[ "$bluez_vm_experimental" == 1 ]] && bluetoothd_args+=(-E)
 /usr/libexec/bluetooth/bluetoothd "${bluetoothd_args[@]}" >"$out/bluetoothd.log" 2>&1 &
+# Its PID, for tests that stop and restart it (scripts/test-bluez-vm.sh, test g).
+echo $! >/run/bluez-vm-bluetoothd.pid
 ready=0
 for ((i = 0; i < 200; i++)); do
     if dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci0 \

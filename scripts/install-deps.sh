@@ -18,6 +18,8 @@ apt_packages=(
     avahi-daemon
     avahi-utils
     libavahi-client-dev
+    # NearbyBlueZ (CDBus): libdbus-1 for BlueZ over D-Bus.
+    libdbus-1-dev
     dbus
     libbluetooth-dev
     iproute2

@@ -9,9 +9,15 @@
 #       linked controller carries bytes intact (Tests/BLE/bluez_l2cap_echo.py);
 #   (d) the same kind of channel opens to the channel server of `nearby advertise` (PSM 0x80) and closes, and the
 #       advertiser is still running afterwards;
-#   (e) our kernel L2CAP sockets (nearby-l2cap-probe send bluez, in the guest) connect to our user-space host's
+#   (e) NearbyBlueZ (D-Bus) advertises 0xFEF3 service data through LEAdvertisingManager1 from the guest
+#       (nearby-bluez-probe advertise) and a Bumble scanner on the host sees it;
+#   (f) NearbyBlueZ discovery in the guest (SetDiscoveryFilter + StartDiscovery, Device1 ServiceData/RSSI) sees a
+#       Bumble advertiser on the host (nearby-bluez-probe scan);
+#   (g) bluetoothd is killed mid-advertising and restarted: the probe notices (NameOwnerChanged) and registers its
+#       advertisement again, with new data that the host's Bumble scanner then sees;
+#   (h) our kernel L2CAP sockets (nearby-l2cap-probe send bluez, in the guest) connect to our user-space host's
 #       channel server on a dynamic PSM (nearby-l2cap-probe serve, on the host) and large SDUs echo both ways;
-#   (f) our kernel L2CAP server on a dynamic PSM (nearby-l2cap-probe serve bluez, in the guest) accepts a channel
+#   (i) our kernel L2CAP server on a dynamic PSM (nearby-l2cap-probe serve bluez, in the guest) accepts a channel
 #       from our user-space host on the host (nearby-l2cap-probe send tcp:...) and large SDUs echo both ways.
 # Prints one "ok"/"FAIL" line per test with its time; exits non-zero when any fails.
 # NEARBY_BLUEZ_VM_GUEST_CMD replaces the guest's command (for debugging, e.g. a script that starts btmon first).
@@ -29,6 +35,93 @@ echo_psm=133
 
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# --- NearbyBlueZ (D-Bus) tests e-g ----------------------------------------------------------------------------
+# Data the guest advertises before (e) and after (g) the bluetoothd restart, and what the host's Bumble beacon
+# advertises for (f): flags + 16-bit service data 0xFEF3 cafe0042.
+dbus_adv_before=5a5a0001
+dbus_adv_after=5a5a0002
+dbus_beacon_address=C0:00:00:00:00:AD
+dbus_beacon_data=cafe0042
+dbus_beacon_ad=0201060716f3fe${dbus_beacon_data}
+
+# In the guest (uses report/since/now of the guest block below).
+bluez_dbus_guest_tests() {
+    local probe="${NEARBY_BLUEZ_PROBE:-.build/debug/nearby-bluez-probe}" started ok log=/tmp/probe-advertise.log
+    # wait_line FILE PATTERN SECONDS
+    wait_line() {
+        local i
+        for ((i = 0; i < $3 * 10; i++)); do
+            grep -q "$2" "$1" 2>/dev/null && return 0
+            sleep 0.1
+        done
+        return 1
+    }
+
+    # (f) BlueZ discovery through NearbyBlueZ sees the host's Bumble advertiser
+    started="$(now)"
+    ok=0
+    if scan_output="$(timeout 90 "$probe" scan --expect "$dbus_beacon_data" --timeout 60 2>&1)"; then
+        ok=1
+    fi
+    report "f: NearbyBlueZ scanning sees a Bumble advertiser's 0xFEF3 service data" "$ok" "$started" \
+        "[$(grep -m1 "REPORT $dbus_beacon_address" <<<"$scan_output" || true)]"
+    ((ok)) || printf '%s\n' "$scan_output" >&2
+
+    # (e) advertising through NearbyBlueZ, then (g) bluetoothd killed and restarted mid-advertising
+    started="$(now)"
+    "$probe" advertise --service-data "$dbus_adv_before" --after-restart "$dbus_adv_after" >"$log" 2>&1 &
+    local probe_pid=$!
+    ok=0
+    wait_line "$log" '^REGISTERED 1 ' 60 && ok=1
+    report "e: NearbyBlueZ registers a 0xFEF3 advertisement (host scanner checked after the guest)" "$ok" "$started" \
+        "[$(grep -m1 '^CAPABILITIES' "$log" || true)]"
+    # Keep it on air long enough for the host's scanner.
+    sleep 3
+    started="$(now)"
+    ok=0
+    local bluetoothd_pid
+    bluetoothd_pid="$(cat /run/bluez-vm-bluetoothd.pid 2>/dev/null || true)"
+    if ((${#bluetoothd_pid} > 0)) && kill -KILL "$bluetoothd_pid" 2>/dev/null && wait_line "$log" '^DAEMON GONE' 30; then
+        local args=(-n)
+        [[ "${NEARBY_BLUEZ_VM_EXPERIMENTAL:-0}" == 1 ]] && args+=(-E)
+        /usr/libexec/bluetooth/bluetoothd "${args[@]}" >>"$NEARBY_BLUEZ_VM_OUT/bluetoothd-restarted.log" 2>&1 &
+        echo $! >/run/bluez-vm-bluetoothd.pid
+        wait_line "$log" '^REGISTERED 2 ' 60 && ok=1
+    fi
+    report "g: bluetoothd killed and restarted: NearbyBlueZ notices and registers again" "$ok" "$started" \
+        "[$(grep -E '^(DAEMON|REGISTERED|UNREGISTERED|FAILED)' "$log" | tr '\n' ';')]"
+    ((ok)) && sleep 3
+    kill -TERM "$probe_pid" 2>/dev/null
+    wait "$probe_pid" 2>/dev/null || true
+    ((ok)) || cat "$log" >&2
+}
+
+# On the host: start the Bumble scanner and advertiser (controllers $1 and $2) for e-g.
+start_bluez_dbus_peers() {
+    "$python" Tests/BLE/peer.py scan "$1" 600 >"$work/dbus-scan.out" 2>&1 &
+    pids+=($!)
+    wait_for "$work/dbus-scan.out" '^READY' "${pids[-1]}" 20
+    "$python" Tests/BLE/peer.py advertise "$2" "$dbus_beacon_address" "$dbus_beacon_ad" >"$work/dbus-beacon.out" 2>&1 &
+    pids+=($!)
+    wait_for "$work/dbus-beacon.out" '^READY' "${pids[-1]}" 20
+}
+
+# On the host, after the guest: did the Bumble scanner see the guest's advertisements (e, g)? Sets rc on failure.
+check_bluez_dbus_on_host() {
+    local name data
+    for name in "e:$dbus_adv_before" "g:$dbus_adv_after"; do
+        data="${name#*:}"
+        if grep -q "^FEF3 .* $data\$" "$work/dbus-scan.out"; then
+            echo "ok   ${name%%:*} (host): the Bumble scanner saw the guest's 0xFEF3 service data $data" \
+                "[$(grep -m1 "^FEF3 .* $data\$" "$work/dbus-scan.out")]" >&2
+        else
+            echo "FAIL ${name%%:*} (host): the Bumble scanner never saw 0xFEF3 service data $data" >&2
+            grep '^FEF3' "$work/dbus-scan.out" | sort | uniq -c | tail -n 5 >&2
+            ((rc != 0)) || rc=1
+        fi
+    done
+}
 
 # --- inside the guest ---------------------------------------------------------------------------------------
 if [[ "${1:-}" == --guest ]]; then
@@ -66,6 +159,8 @@ if [[ "${1:-}" == --guest ]]; then
         [[ -z "$found" ]] || break
         sleep 0.3
         for device in $(bluetoothctl devices 2>/dev/null | awk '$1 == "Device" { print $2 }'); do
+            # The Bumble beacon of test f also has 0xFEF3 service data; b wants nearby advertise.
+            [[ "$device" == "$dbus_beacon_address" ]] && continue
             if bluetoothctl info "$device" 2>/dev/null | grep -qi 'ServiceData Key: 0000fef3-'; then
                 found="$device"
                 break
@@ -104,19 +199,21 @@ if [[ "${1:-}" == --guest ]]; then
     fi
     report "d: L2CAP LE CoC from the guest's kernel to nearby advertise's channel server" "$ok" "$started" \
         "[$(tr '\n' ' ' <<<"${coc_output:-no advertiser found}")]"
-    # (e) kernel L2CAP client (our Swift sockets) -> user-space host server on a dynamic PSM, SDUs echoed
+    bluez_dbus_guest_tests
+
+    # (h) kernel L2CAP client (our Swift sockets) -> user-space host server on a dynamic PSM, SDUs echoed
     started="$(now)"
     ok=0
     if e_output="$(timeout 90 "$NEARBY_PROBE_BIN" send bluez "$NEARBY_PROBE_SERVER_ADDRESS" \
         "$NEARBY_PROBE_SERVER_PSM" "$NEARBY_PROBE_BYTES" 2000 2>&1)" && grep -q '^ok ' <<<"$e_output"; then
         ok=1
     fi
-    report "e: our kernel L2CAP client echoes large SDUs through our user-space host's server (dynamic PSM)" "$ok" \
+    report "h: our kernel L2CAP client echoes large SDUs through our user-space host's server (dynamic PSM)" "$ok" \
         "$started" "[$(tr '\n' ' ' <<<"$e_output")]"
 
-    # (f) kernel L2CAP server (our Swift sockets) on a dynamic PSM <- user-space host client on the host. The host
+    # (i) kernel L2CAP server (our Swift sockets) on a dynamic PSM <- user-space host client on the host. The host
     # waits for the PSM in the run folder, then connects to this controller's public address while it advertises.
-    # With the LE links of the earlier tests still up, the guest did not advertise (f timed out; alone it passed):
+    # With the LE links of the earlier tests still up, the guest did not advertise (this test timed out; alone it passed):
     # the kernel allows advertising next to a connection only when the controller's LE states say so, which the
     # virtual controller's do not, we take it. So drop those links first.
     started="$(now)"
@@ -144,7 +241,7 @@ if [[ "${1:-}" == --guest ]]; then
     fi
     wait "$serve_pid" 2>/dev/null && grep -q "echoed $NEARBY_PROBE_BYTES bytes" /tmp/kernel-serve.out && ok=1
     btmgmt advertising off >/dev/null 2>&1 || true
-    report "f: our kernel L2CAP server (dynamic PSM ${psm:-?}) echoes large SDUs to our user-space host" "$ok" \
+    report "i: our kernel L2CAP server (dynamic PSM ${psm:-?}) echoes large SDUs to our user-space host" "$ok" \
         "$started" "[$(tr '\n' ' ' </tmp/kernel-serve.out)]"
     exit $((failures > 0))
 fi
@@ -187,12 +284,13 @@ wait_for() {
 }
 
 total_started="$(now)"
-# Linked controllers: 0 for the guest's BlueZ, 1 for nearby advertise, 2 for the Bumble echo server; 3 and 4 for
-# nearby-l2cap-probe's server and client (tests e and f).
-"$python" Tests/BLE/controllers.py 5 --enhanced-connection-complete >"$work/controllers.out" 2>"$work/controllers.log" &
+# Linked controllers: 0 for the guest's BlueZ, 1 for nearby advertise, 2 for the Bumble echo server, 3 and 4 for
+# the Bumble scanner and advertiser of the NearbyBlueZ tests (e-g), 5 and 6 for nearby-l2cap-probe's server and
+# client (tests h and i).
+"$python" Tests/BLE/controllers.py 7 --enhanced-connection-complete >"$work/controllers.out" 2>"$work/controllers.log" &
 pids+=($!)
 wait_for "$work/controllers.out" '^READY' "${pids[-1]}" 20
-read -r _ guest_port advertiser_port echo_port probe_server_port probe_client_port <"$work/controllers.out"
+read -r _ guest_port advertiser_port echo_port dbus_scanner_port dbus_beacon_port probe_server_port probe_client_port <"$work/controllers.out"
 
 "$nearby" advertise --service-id com.example.bluez.vm --name vmrig --accept --json --medium ble \
     --hci "tcp:127.0.0.1:$advertiser_port" >"$work/advertise.out" 2>"$work/advertise.log" &
@@ -203,7 +301,9 @@ wait_for "$work/advertise.out" '"discoverable":true' "${pids[-1]}" 30
 pids+=($!)
 wait_for "$work/echo.out" '^READY' "${pids[-1]}" 20
 
-# (e, f) nearby-l2cap-probe: a user-space-host channel server (dynamic PSM) for the guest's kernel client, and a
+start_bluez_dbus_peers "$dbus_scanner_port" "$dbus_beacon_port"
+
+# (h, i) nearby-l2cap-probe: a user-space-host channel server (dynamic PSM) for the guest's kernel client, and a
 # client that connects to the guest's kernel server once the guest has written that server's PSM to its run folder.
 probe="${NEARBY_PROBE_BIN:-$repo_root/.build/debug/nearby-l2cap-probe}"
 export NEARBY_PROBE_BIN="$probe" NEARBY_PROBE_BYTES="${NEARBY_PROBE_BYTES:-20000}"
@@ -240,15 +340,16 @@ if ! kill -0 "${pids[1]}" 2>/dev/null; then
     echo "FAIL d: nearby advertise exited while the guest ran" >&2
     ((rc != 0)) || rc=1
 fi
+check_bluez_dbus_on_host
 if grep -q '^ok ' "$work/probe-send.out" && grep -q '^served' "$work/probe-serve.out"; then
-    echo "ok   e/f (host side): $(grep '^served' "$work/probe-serve.out"); $(grep '^ok ' "$work/probe-send.out")"
+    echo "ok   h/i (host side): $(grep '^served' "$work/probe-serve.out"); $(grep '^ok ' "$work/probe-send.out")"
 else
-    echo "FAIL e/f (host side): $(tr '\n' ' ' <"$work/probe-serve.out") / $(tr '\n' ' ' <"$work/probe-send.out")" >&2
+    echo "FAIL h/i (host side): $(tr '\n' ' ' <"$work/probe-serve.out") / $(tr '\n' ' ' <"$work/probe-send.out")" >&2
     ((rc != 0)) || rc=1
 fi
 echo "test-bluez-vm: $( ((rc == 0)) && echo passed || echo "FAILED ($rc)") in $(since "$total_started") s" >&2
 if ((rc != 0)); then
-    for f in advertise.log echo.out controllers.log probe-serve.out probe-send.out; do
+    for f in advertise.log echo.out controllers.log probe-serve.out probe-send.out dbus-beacon.out; do
         printf -- '--- %s (last 20 lines)\n' "$f" >&2
         tail -n 20 "$work/$f" >&2
     done

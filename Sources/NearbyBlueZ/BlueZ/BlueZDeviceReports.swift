@@ -1,0 +1,107 @@
+/// One advertisement as BlueZ discovery reports it (`org.bluez.Device1`): who sent it, its service data, its RSSI.
+package struct BlueZScanReport: Sendable, Hashable {
+    /// The sender's address, `AA:BB:CC:DD:EE:FF`.
+    package var address: String
+    /// `public` or `random`.
+    package var addressType: String
+    /// Service data: 128-bit UUID string → bytes (16-bit UUIDs arrive as `0000xxxx-0000-1000-8000-00805f9b34fb`).
+    package var serviceData: [String: [UInt8]]
+    /// The signal strength in dBm, when BlueZ knows it.
+    package var rssi: Int?
+
+    /// Creates a report.
+    package init(address: String, addressType: String, serviceData: [String: [UInt8]], rssi: Int?) {
+        self.address = address
+        self.addressType = addressType
+        self.serviceData = serviceData
+        self.rssi = rssi
+    }
+
+    /// The service data of a 16-bit UUID (e.g. 0xFEF3), if present.
+    package func serviceData(for uuid: UInt16) -> [UInt8]? {
+        serviceData[BlueZ.uuid(uuid)]
+    }
+}
+
+/// The devices below one adapter, fed the object manager's signals; turns fresh advertisement data (a new
+/// `Device1`, or `ServiceData`/`RSSI` changing, which BlueZ signals for every advertisement under a discovery
+/// filter with `DuplicateData`) into `BlueZScanReport`s. Pure value type, no D-Bus.
+package struct BlueZDeviceReports: Sendable {
+    private struct Device: Sendable {
+        var address = ""
+        var addressType = "public"
+        var serviceData: [String: [UInt8]] = [:]
+        var rssi: Int?
+    }
+
+    /// The adapter's object path; devices elsewhere are ignored.
+    package let adapterPath: String
+    /// Only devices with service data for one of these UUIDs are reported (empty: every device).
+    package let serviceDataUUIDs: Set<String>
+    private var devices: [String: Device] = [:]
+
+    /// Creates a table for `adapterPath`.
+    package init(adapterPath: String, serviceDataUUIDs: Set<String> = []) {
+        self.adapterPath = adapterPath
+        self.serviceDataUUIDs = Set(serviceDataUUIDs.map { $0.lowercased() })
+    }
+
+    /// Devices known before discovery started (from `GetManagedObjects`): remembered, not reported (their data
+    /// may be old).
+    package mutating func known(_ objects: [String: [String: [String: DBusValue]]]) {
+        for (path, interfaces) in objects {
+            guard let properties = interfaces[BlueZ.deviceInterface], isDevice(path) else { continue }
+            var device = Device()
+            merge(properties, into: &device)
+            devices[path] = device
+        }
+    }
+
+    /// `InterfacesAdded`: a device seen for the first time is reported.
+    package mutating func interfacesAdded(path: String, interfaces: [String: [String: DBusValue]]) -> BlueZScanReport? {
+        guard let properties = interfaces[BlueZ.deviceInterface], isDevice(path) else { return nil }
+        var device = devices[path] ?? Device()
+        merge(properties, into: &device)
+        devices[path] = device
+        return report(device)
+    }
+
+    /// `InterfacesRemoved`: the device is forgotten (BlueZ dropped it from its cache).
+    package mutating func interfacesRemoved(path: String, interfaces: [String]) {
+        if interfaces.contains(BlueZ.deviceInterface) { devices[path] = nil }
+    }
+
+    /// `PropertiesChanged` of a `Device1`: reported when service data or RSSI changed.
+    package mutating func propertiesChanged(path: String, changed: [String: DBusValue]) -> BlueZScanReport? {
+        guard var device = devices[path], isDevice(path) else { return nil }
+        merge(changed, into: &device)
+        devices[path] = device
+        guard changed["ServiceData"] != nil || changed["RSSI"] != nil else { return nil }
+        return report(device)
+    }
+
+    private func isDevice(_ path: String) -> Bool {
+        path.hasPrefix(adapterPath + "/dev_")
+    }
+
+    private func merge(_ properties: [String: DBusValue], into device: inout Device) {
+        if let address = properties["Address"]?.string { device.address = address }
+        if let type = properties["AddressType"]?.string { device.addressType = type }
+        if let rssi = properties["RSSI"]?.integer { device.rssi = rssi }
+        if let data = properties["ServiceData"]?.propertyMap {
+            var serviceData: [String: [UInt8]] = [:]
+            for (uuid, value) in data {
+                if let bytes = value.bytes { serviceData[uuid.lowercased()] = bytes }
+            }
+            device.serviceData = serviceData
+        }
+    }
+
+    private func report(_ device: Device) -> BlueZScanReport? {
+        guard !device.address.isEmpty else { return nil }
+        if !serviceDataUUIDs.isEmpty, !device.serviceData.keys.contains(where: serviceDataUUIDs.contains) { return nil }
+        return BlueZScanReport(
+            address: device.address, addressType: device.addressType, serviceData: device.serviceData,
+            rssi: device.rssi)
+    }
+}
