@@ -133,4 +133,35 @@ struct PayloadFairnessTests {
         await stuck.end()
         await healthy.end()
     }
+
+    @Test("Thirty files started at once all arrive intact at a peer that allows only nine open payloads")
+    func manyFilesStayUnderThePeersOpenPayloadLimit() async throws {
+        var limits = ResourceLimits()
+        limits.maxConcurrentIncomingPayloads = OutgoingPayloadSender.maxInterleavedPayloads + 1
+        let pair = EnginePair(limits: limits)
+        _ = try await pair.connect()
+        var contents: [PayloadID: Data] = [:]
+        for index in 0..<30 {
+            let id = PayloadID(100 + index)
+            let content = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* (index + 1)) })  // 4 chunks
+            let url = pair.receiveDirectory.appendingPathComponent("source-\(index).bin")
+            try content.write(to: url)
+            contents[id] = content
+            try await pair.discoverer.send(.file(url, name: "copy-\(index).bin", parentFolder: ""), to: "ADVR", id: id)
+        }
+        for (id, content) in contents {
+            let event = try await pair.advertiserLog.wait(timeout: .seconds(60)) {
+                if case .endpoint(.fileReceived(_, id, _, _)) = $0 { true } else { false }
+            }
+            let url = try #require(Self.fileURL(event))
+            #expect(try Data(contentsOf: url) == content)
+        }
+        let dropped = await pair.advertiserLog.events.contains { if case .endpoint(.disconnected) = $0 { true } else { false } }
+        #expect(!dropped)
+    }
+
+    private static func fileURL(_ event: EngineEvent) -> URL? {
+        if case .endpoint(.fileReceived(_, _, let url, _)) = event { return url }
+        return nil
+    }
 }

@@ -9,7 +9,9 @@ import NearbyWire
 /// Fairness: every FILE and STREAM payload has a task of its own that queues one frame at a time on the writer and
 /// waits until the writer took it, so the writer's FIFO serves the ready payloads round-robin, chunk by chunk: a
 /// small file sent while a large one streams finishes after a few of the large one's chunks, not after all of them.
-/// BYTES payloads (one chunk each) keep one lane and go out in the order they were sent, so they arrive in order.
+/// At most ``maxInterleavedPayloads`` FILE and STREAM payloads send at once (``SendSlots``, first come first
+/// served), so the peer never holds more open than that. BYTES payloads (one chunk each) keep one lane and go out
+/// in the order they were sent, so they arrive in order.
 /// Other endpoints have sessions, writers and channels of their own and never wait for this one.
 ///
 /// It never hops onto the session: its state sits behind a lock, and the session only tells it the peer's ID,
@@ -26,7 +28,11 @@ package final class OutgoingPayloadSender: Sendable {
         case stop(TransferStatus, notifyPeer: ProtoPayloadTransferFrame.ControlMessage.EventType?)
     }
 
+    /// How many FILE and STREAM payloads of one endpoint interleave at once; later ones wait for a slot.
+    package static let maxInterleavedPayloads = 8
+
     private let writer: OutboundFrameWriter
+    private let slots = SendSlots(count: OutgoingPayloadSender.maxInterleavedPayloads)
     private let gate: SendGate
     /// The chunk size of the current medium (a bandwidth upgrade changes it).
     package let chunkSize: LockedValue<Int>
@@ -63,10 +69,13 @@ package final class OutgoingPayloadSender: Sendable {
             state.payloads[id] = OutgoingPayloadState(kind: source.kind)
             // Only BYTES wait for the payload before them (their order is their delivery order).
             let previous = source.kind == .bytes ? state.laneTails[source.kind] : nil
+            let slots = source.kind == .bytes ? nil : self.slots
             let task = Task { [reader] in
                 var reader = reader
                 await previous?.value
+                await slots?.acquire()
                 await self.transmit(id: id, reader: &reader)
+                slots?.release()
                 reader.close()
             }
             if source.kind == .bytes { state.laneTails[source.kind] = task }
