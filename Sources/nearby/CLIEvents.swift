@@ -66,12 +66,13 @@ struct PayloadReceivedEvent: Encodable {
     var path: String?
 }
 
-/// `payload_sent`.
+/// `payload_sent`: `endpoint_id` names the peer it went to.
 struct PayloadSentEvent: Encodable {
     var payloadID: Int64
     var type: String
     var size: Int64
     var sha256: String
+    var endpointID: String?
 }
 
 /// `transfer_update`.

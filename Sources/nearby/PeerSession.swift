@@ -21,6 +21,11 @@ actor PeerSession {
     private var stateWaiters: [(String, CheckedContinuation<ConnectionState, Never>)] = []
     /// Payloads that started (registered outgoing, or with progress) and have not finished: what SIGUSR1 cancels.
     private var inFlight: Set<PayloadID> = []
+    /// Payloads received whole so far (bytes, files, streams read to their end), from every peer.
+    private var receivedCount = 0
+    private var receivedWaiters: [(count: Int, waiter: CheckedContinuation<Void, Never>)] = []
+    /// Runs (in a task of its own) for every peer once it is connected: `advertise` sends its payloads there.
+    private var onConnected: (@Sendable (String) async -> Void)?
 
     init(manager: ConnectionManager, output: EventOutput, decision: Decision, echo: Bool = false) {
         self.manager = manager
@@ -53,7 +58,9 @@ actor PeerSession {
         case .stateChanged(let id, let state, let error):
             states[id] = state
             switch state {
-            case .connected: output.event("connected", EndpointEvent(endpointID: id), human: "connected to \(id)")
+            case .connected:
+                output.event("connected", EndpointEvent(endpointID: id), human: "connected to \(id)")
+                if let onConnected { Task { await onConnected(id) } }
             case .rejected: output.event("rejected", EndpointEvent(endpointID: id), human: "connection with \(id) rejected")
             case .disconnected:
                 output.event("disconnected", DisconnectedEvent(endpointID: id, error: error?.message),
@@ -72,6 +79,7 @@ actor PeerSession {
                     endpointID: id, payloadID: payloadID, type: "bytes", size: Int64(data.count),
                     sha256: Digests.sha256(data)),
                 human: "received \(data.count) bytes from \(id): \(Self.display(data))")
+            noteReceived()
             if echo {
                 _ = try? await manager.send(data, to: id)
             }
@@ -82,6 +90,7 @@ actor PeerSession {
                 PayloadReceivedEvent(
                     endpointID: id, payloadID: payloadID, type: "file", size: size, sha256: digest, path: url.path),
                 human: "received file \(url.path) (\(EventOutput.size(size)), sha256 \(digest))")
+            noteReceived()
         case .streamReceived(let id, let payloadID, let stream):
             let output = self.output
             Task {
@@ -94,6 +103,7 @@ actor PeerSession {
                             endpointID: id, payloadID: payloadID, type: "stream", size: running.size,
                             sha256: running.finish()),
                         human: "received a stream of \(EventOutput.size(running.size)) from \(id)")
+                    self.noteReceived()
                 } catch {
                     EventOutput.warn("stream \(payloadID) broke: \(error)")
                 }
@@ -125,6 +135,26 @@ actor PeerSession {
         for id in inFlight.sorted() {
             output.event("cancel_requested", CancelRequestedEvent(payloadID: id), human: "cancelling payload \(id)")
             await manager.cancel(id)
+        }
+    }
+
+    /// Sets what runs for every peer once it is connected.
+    func setOnConnected(_ hook: @escaping @Sendable (String) async -> Void) {
+        onConnected = hook
+    }
+
+    /// Returns once `count` payloads were received whole, from all peers together.
+    func waitForReceived(atLeast count: Int) async {
+        if receivedCount >= count { return }
+        await withCheckedContinuation { receivedWaiters.append((count, $0)) }
+    }
+
+    private func noteReceived() {
+        receivedCount += 1
+        receivedWaiters.removeAll { entry in
+            guard entry.count <= receivedCount else { return false }
+            entry.waiter.resume()
+            return true
         }
     }
 

@@ -4,22 +4,27 @@ import NearbyConnections
 import NearbyCore
 import NearbyWire
 
-/// `nearby send`: connect to an endpoint, send payloads in order, disconnect.
+/// `nearby send`: connect to one endpoint or several, send payloads in order (to every peer at once), disconnect.
+/// Several targets mean several outgoing connections, which only `--strategy cluster` allows (Google's topology
+/// rules: a star spoke and a point-to-point device hold one).
 struct SendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "send", abstract: "Connect to an endpoint and send bytes, files and a stream.")
+        commandName: "send", abstract: "Connect to one or more endpoints and send bytes, files and a stream.",
+        discussion: "Several targets (repeated --address, --endpoint, --to-name) need --strategy cluster.")
 
     @OptionGroup var common: CommonOptions
     @OptionGroup var info: EndpointInfoOptions
 
-    @Option(help: "The endpoint ID to connect to (found by discovery).")
-    var endpoint: String?
+    @Option(help: "The endpoint ID to connect to, found by discovery (repeatable).")
+    var endpoint: [String] = []
 
-    @Option(name: .customLong("to-name"), help: "Connect to the endpoint whose name (endpoint info) is this text.")
-    var toName: String?
+    @Option(
+        name: .customLong("to-name"),
+        help: "Connect to the endpoint whose name (endpoint info) is this text (repeatable).")
+    var toName: [String] = []
 
-    @Option(help: "Connect to HOST:PORT directly, without discovery.")
-    var address: String?
+    @Option(help: "Connect to HOST:PORT directly, without discovery (repeatable).")
+    var address: [String] = []
 
     @Option(name: .customLong("bytes"), help: "A bytes payload (repeatable).")
     var bytes: [String] = []
@@ -27,11 +32,19 @@ struct SendCommand: AsyncParsableCommand {
     @Option(name: .customLong("file"), help: "A file to send (repeatable).")
     var files: [String] = []
 
-    @Option(help: "Send this file, or - for standard input, as a stream payload.")
+    @Option(help: "Send this file, or - for standard input, as a stream payload (one target only).")
     var stream: String?
 
     @Flag(help: "Accept the connection without asking.")
     var accept = false
+
+    @Option(name: .customLong("receive-dir"), help: "Where received files go (default: the current directory).")
+    var receiveDir: String?
+
+    @Option(
+        name: .customLong("expect-payloads"),
+        help: "After sending, stay connected until this many payloads were received (from all peers together).")
+    var expectPayloads: Int = 0
 
     @Option(help: "Seconds to stay connected after the last payload (default 0).")
     var linger: Double = 0
@@ -39,13 +52,21 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "Give up after this many seconds (default 60).")
     var timeout: Double = 60
 
+    /// Every target, in the order given: addresses first, then endpoint IDs, then names.
+    private var targetCount: Int { endpoint.count + toName.count + address.count }
+
     func validate() throws {
-        let targets = [endpoint, toName, address].compactMap { $0 }
-        guard targets.count == 1 else {
-            throw ValidationError("give exactly one of --endpoint, --to-name and --address")
+        guard targetCount >= 1 else {
+            throw ValidationError("give at least one --endpoint, --to-name or --address")
         }
-        if let address, Self.parse(address) == nil {
+        for address in address where Self.parse(address) == nil {
             throw ValidationError("--address must be HOST:PORT")
+        }
+        if stream != nil, targetCount > 1 {
+            throw ValidationError("--stream sends to one target only")
+        }
+        if expectPayloads < 0 {
+            throw ValidationError("--expect-payloads must be 0 or more")
         }
         for file in files where !FileManager.default.isReadableFile(atPath: file) {
             throw ValidationError("cannot read --file \(file)")
@@ -57,7 +78,9 @@ struct SendCommand: AsyncParsableCommand {
 
     func run() async throws {
         let output = EventOutput(json: common.json)
-        let manager = try common.makeManager(receiveDirectory: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+        let directory = URL(fileURLWithPath: receiveDir ?? FileManager.default.currentDirectoryPath)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let manager = try common.makeManager(receiveDirectory: directory)
         let session = PeerSession(manager: manager, output: output, decision: accept ? .accept : .askOrReject)
         let subscription = manager.events
         let events = Task { for await event in subscription { await session.handle(event) } }
@@ -66,91 +89,89 @@ struct SendCommand: AsyncParsableCommand {
         let discoverer = Discoverer(connectionManager: manager)
         defer { withExtendedLifetime(discoverer) {} }
         let ownInfo = Data(try info.bytes())
+        let plan = try PayloadPlan(bytes: bytes, files: files)
 
-        let peer = try await withTimeout(timeout, "no connection within \(Int(timeout)) s") {
-            let peer = try await connect(manager: manager, discoverer: discoverer, ownInfo: ownInfo)
-            switch await session.waitForSettled(peer) {
-            case .connected: return peer
-            case .rejected: throw CLIFailure("the connection with \(peer) was rejected")
-            default: throw CLIFailure("the connection with \(peer) closed before it was accepted")
+        let peers = try await withTimeout(timeout, "no connection within \(Int(timeout)) s") {
+            var peers: [String] = []
+            // One at a time: each request is settled before the next, so a refusal names its target.
+            for target in try await requestConnections(manager: manager, discoverer: discoverer, ownInfo: ownInfo) {
+                switch await session.waitForSettled(target) {
+                case .connected: peers.append(target)
+                case .rejected: throw CLIFailure("the connection with \(target) was rejected")
+                default: throw CLIFailure("the connection with \(target) closed before it was accepted")
+                }
             }
+            return peers
         }
         await discoverer.stopDiscoveryAndWait()
 
-        for text in bytes {
-            let data = Data(text.utf8)
-            let id = PayloadID.unique()
-            await session.registerOutgoing(id, type: "bytes", size: Int64(data.count), sha256: Digests.sha256(data))
-            try await sendAndWait(manager, session, output, id, type: "bytes", size: Int64(data.count), sha256: Digests.sha256(data)) {
-                try await manager.send(data, to: peer, id: id)
+        // Every peer gets the payloads in order; the peers are served concurrently.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for peer in peers {
+                group.addTask { try await plan.send(to: peer, manager: manager, session: session, output: output) }
             }
+            try await group.waitForAll()
         }
-        for path in files {
-            let url = URL(fileURLWithPath: path)
-            let (digest, size) = try Digests.sha256(fileAt: url)
-            let id = PayloadID.unique()
-            try await sendAndWait(manager, session, output, id, type: "file", size: size, sha256: digest) {
-                try await manager.sendResource(at: url, withName: url.lastPathComponent, to: peer, id: id)
-            }
-        }
-        if let stream {
+        if let stream, let peer = peers.first {
             let source = StreamSource(path: stream)
             let id = PayloadID.unique()
             let result = try await sendAndWaitStream(manager, session, id, source: source, peer: peer)
             output.event(
-                "payload_sent", PayloadSentEvent(payloadID: id, type: "stream", size: result.size, sha256: result.digest),
+                "payload_sent",
+                PayloadSentEvent(payloadID: id, type: "stream", size: result.size, sha256: result.digest, endpointID: peer),
                 human: "sent a stream of \(EventOutput.size(result.size)) (sha256 \(result.digest))")
+        }
+        if expectPayloads > 0 {
+            try await withTimeout(timeout, "fewer than \(expectPayloads) payloads received within \(Int(timeout)) s") {
+                await session.waitForReceived(atLeast: expectPayloads)
+            }
         }
         if linger > 0 {
             try? await Task.sleep(for: .milliseconds(Int(linger * 1000)))
         }
-        await manager.disconnect(from: peer)
+        for peer in peers { await manager.disconnect(from: peer) }
         events.cancel()
     }
 
-    private func connect(manager: ConnectionManager, discoverer: Discoverer, ownInfo: Data) async throws -> String {
-        if let address, let (host, port) = Self.parse(address) {
+    /// Requests a connection to every target (addresses directly, the others once discovery finds them); returns
+    /// the endpoint IDs in the order requested.
+    private func requestConnections(manager: ConnectionManager, discoverer: Discoverer, ownInfo: Data) async throws -> [String] {
+        var requested: [String] = []
+        for address in address {
+            guard let (host, port) = Self.parse(address) else { continue }
             do {
-                return try await manager.requestConnection(toAddress: host, port: port, using: ownInfo)
+                requested.append(try await manager.requestConnection(toAddress: host, port: port, using: ownInfo))
             } catch let error as NearbyError {
                 throw CLIFailure("cannot connect to \(address): \(error.message)")
             }
         }
-        let wanted = toName.map { Data($0.utf8) }
+        guard !endpoint.isEmpty || !toName.isEmpty else { return requested }
+        let (ids, names) = (Set(endpoint), Set(toName.map { Data($0.utf8) }))
         let subscription = manager.events
-        let found = Task { () -> String? in
+        let found = Task { () -> [String] in
+            var (wantedIDs, wantedNames) = (ids, names)
+            var found: [String] = []
             for await event in subscription {
-                if case .endpointFound(let id, let context, _) = event, id == endpoint || context == wanted {
-                    return id
-                }
+                guard case .endpointFound(let id, let context, _) = event, !found.contains(id) else { continue }
+                if wantedIDs.remove(id) != nil || wantedNames.remove(context) != nil { found.append(id) }
+                if wantedIDs.isEmpty && wantedNames.isEmpty { return found }
             }
-            return nil
+            return found
         }
         try await discoverer.startDiscovery(mediums: common.announcedMediums)
-        guard let id = await found.value else { throw CLIFailure("discovery ended without finding the endpoint") }
-        do {
-            try await discoverer.requestConnection(to: id, using: ownInfo)
-        } catch let error as NearbyError {
-            throw CLIFailure("cannot connect to \(id): \(error.message)")
+        let discovered = await found.value
+        guard discovered.count == endpoint.count + toName.count else {
+            throw CLIFailure("discovery ended without finding every endpoint")
         }
-        return id
-    }
-
-    private func sendAndWait(
-        _ manager: ConnectionManager, _ session: PeerSession, _ output: EventOutput, _ id: PayloadID, type: String,
-        size: Int64, sha256: String, _ start: () async throws -> Void
-    ) async throws {
-        await session.registerOutgoing(id, type: type, size: size, sha256: sha256)
-        do {
-            try await start()
-        } catch let error as NearbyError {
-            throw CLIFailure("cannot send: \(error.message)")
+        for id in discovered {
+            do {
+                try await discoverer.requestConnection(to: id, using: ownInfo)
+            } catch let error as NearbyError {
+                throw CLIFailure("cannot connect to \(id): \(error.message)")
+            }
+            requested.append(id)
         }
-        let result = await session.waitForOutgoing(id)
-        guard result == .success else { throw CLIFailure("sending payload \(id) ended with \(result)") }
-        output.event(
-            "payload_sent", PayloadSentEvent(payloadID: id, type: type, size: size, sha256: sha256),
-            human: "sent \(type) payload \(id) (\(EventOutput.size(size)), sha256 \(sha256))")
+        return requested
     }
 
     private func sendAndWaitStream(

@@ -4,7 +4,15 @@ import NearbyWire
 
 /// Sends an endpoint's outgoing payloads: reads each in chunks, queues its frames on the writer (held while a
 /// bandwidth upgrade closes the ``SendGate``), reports progress and the outcome, and honours cancellation from our
-/// app and from the peer. Payloads of the same kind go out one after another; different kinds interleave.
+/// app and from the peer.
+///
+/// Fairness: every FILE and STREAM payload has a task of its own that queues one frame at a time on the writer and
+/// waits until the writer took it, so the writer's FIFO serves the ready payloads round-robin, chunk by chunk: a
+/// small file sent while a large one streams finishes after a few of the large one's chunks, not after all of them.
+/// At most ``maxInterleavedPayloads`` FILE and STREAM payloads send at once (``SendSlots``, first come first
+/// served), so the peer never holds more open than that. BYTES payloads (one chunk each) keep one lane and go out
+/// in the order they were sent, so they arrive in order.
+/// Other endpoints have sessions, writers and channels of their own and never wait for this one.
 ///
 /// It never hops onto the session: its state sits behind a lock, and the session only tells it the peer's ID,
 /// the peer's control messages and when the connection ended (``stop()``).
@@ -20,7 +28,11 @@ package final class OutgoingPayloadSender: Sendable {
         case stop(TransferStatus, notifyPeer: ProtoPayloadTransferFrame.ControlMessage.EventType?)
     }
 
+    /// How many FILE and STREAM payloads of one endpoint interleave at once; later ones wait for a slot.
+    package static let maxInterleavedPayloads = 8
+
     private let writer: OutboundFrameWriter
+    private let slots = SendSlots(count: OutgoingPayloadSender.maxInterleavedPayloads)
     private let gate: SendGate
     /// The chunk size of the current medium (a bandwidth upgrade changes it).
     package let chunkSize: LockedValue<Int>
@@ -55,13 +67,18 @@ package final class OutgoingPayloadSender: Sendable {
         let reader = try PayloadChunkReader(source: source, chunkSize: chunkSize.withLock { $0 })
         state.withLock { state in
             state.payloads[id] = OutgoingPayloadState(kind: source.kind)
-            let previous = state.laneTails[source.kind]
-            state.laneTails[source.kind] = Task { [reader] in
+            // Only BYTES wait for the payload before them (their order is their delivery order).
+            let previous = source.kind == .bytes ? state.laneTails[source.kind] : nil
+            let slots = source.kind == .bytes ? nil : self.slots
+            let task = Task { [reader] in
                 var reader = reader
                 await previous?.value
+                await slots?.acquire()
                 await self.transmit(id: id, reader: &reader)
+                slots?.release()
                 reader.close()
             }
+            if source.kind == .bytes { state.laneTails[source.kind] = task }
         }
     }
 

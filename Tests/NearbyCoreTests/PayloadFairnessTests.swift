@@ -1,0 +1,167 @@
+import Foundation
+import Logging
+import NearbyCore
+import NearbyTestSupport
+import NearbyTesting
+import NearbyWire
+import Testing
+
+/// Fairness of outgoing payloads: a large payload never holds back a second payload to the same endpoint, and a
+/// stuck endpoint never holds back another endpoint. No timings: a payload that would starve simply never finishes,
+/// and `eventually` gives up.
+struct PayloadFairnessTests {
+    /// A payload sender writing to one end of an in-memory pair, recording its outgoing transfer updates.
+    private struct Harness {
+        let sender: OutgoingPayloadSender
+        let writer: OutboundFrameWriter
+        let writing: Task<(any Error)?, Never>
+        let peer: InMemoryChannel
+        let ours: InMemoryChannel
+        let gate: SendGate
+        let updates: LockedValue<[PayloadTransferUpdate]>
+
+        init(chunkSize: Int = 1000) {
+            let (ours, theirs) = InMemoryChannel.pair()
+            self.ours = ours
+            peer = theirs
+            let writer = OutboundFrameWriter(channel: ours, secure: SecureContextBox())
+            self.writer = writer
+            writing = Task { await writer.run() }
+            var logger = Logger(label: "test")
+            logger.logLevel = .critical
+            let (gate, updates) = (SendGate(), LockedValue<[PayloadTransferUpdate]>([]))
+            self.gate = gate
+            self.updates = updates
+            sender = OutgoingPayloadSender(writer: writer, gate: gate, chunkSize: chunkSize, logger: logger) { event in
+                if case .transferUpdate(_, let update, true) = event { updates.withLock { $0.append(update) } }
+            }
+        }
+
+        /// The payload IDs that finished with success, in the order they finished.
+        var succeeded: [PayloadID] { updates.withLock { $0.filter { $0.status == .success }.map(\.payloadID) } }
+
+        func waitForSuccess(of id: PayloadID, _ what: String) async throws {
+            _ = try await eventually(what) { succeeded.contains(id) ? true : nil }
+        }
+
+        func end() async {
+            sender.stop()
+            writer.finishAfterQueued()
+            await ours.close()
+            _ = await writing.value
+        }
+    }
+
+    @Test("A second stream to the same endpoint completes while the first one is still open")
+    func secondStreamOvertakesAnOpenOne() async throws {
+        let harness = Harness()
+        let valve = SendGate()
+        valve.close()
+        let served = LockedValue(false)
+        // The first stream sends one chunk, then waits at the valve until the test opens it.
+        try harness.sender.send(
+            .stream(next: {
+                if !served.withLock({ old in defer { old = true }; return old }) { return [UInt8](repeating: 1, count: 1500) }
+                await valve.wait()
+                return nil
+            }), id: 1)
+        let chunks = LockedValue([[UInt8](repeating: 2, count: 900), [UInt8](repeating: 3, count: 900)])
+        try harness.sender.send(
+            .stream(next: { chunks.withLock { $0.isEmpty ? nil : $0.removeFirst() } }), id: 2)
+        try await harness.waitForSuccess(of: 2, "the second stream to finish while the first is open")
+        #expect(!harness.succeeded.contains(1))
+        valve.open()
+        try await harness.waitForSuccess(of: 1, "the first stream to finish once its source ends")
+        await harness.end()
+    }
+
+    @Test("A small file sent while a large one streams finishes first, and its chunks interleave with the large one's")
+    func smallFileOvertakesALargeOne() async throws {
+        let harness = Harness()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fairness-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let large = directory.appendingPathComponent("large.bin")
+        let small = directory.appendingPathComponent("small.bin")
+        try Data(repeating: 7, count: 200_000).write(to: large)  // 200 chunks of 1000 bytes
+        try Data(repeating: 8, count: 2_000).write(to: small)  // 2 chunks
+        // Both payloads are queued before either may write.
+        harness.gate.close()
+        try harness.sender.send(.file(large, name: "large.bin", parentFolder: ""), id: 10)
+        try harness.sender.send(.file(small, name: "small.bin", parentFolder: ""), id: 11)
+        try harness.sender.send(.bytes([1, 2, 3]), id: 12)
+        harness.gate.open()
+        try await harness.waitForSuccess(of: 10, "the large file to finish")
+        let order = harness.succeeded
+        #expect(order.firstIndex(of: 11)! < order.firstIndex(of: 10)!, "\(order)")
+        #expect(order.firstIndex(of: 12)! < order.firstIndex(of: 10)!, "\(order)")
+
+        // On the wire, the small file's last frame comes before the large file's last frame.
+        var lastFrames: [Int64] = []
+        while lastFrames.count < 3 {
+            let body = try #require(try await harness.peer.readFrame())
+            let frame = try OfflineFrameParser.parse(body)
+            if case .payloadTransfer(let transfer) = frame, transfer.payloadChunk.flags & 1 == 1 {
+                lastFrames.append(transfer.payloadHeader.id)
+            }
+        }
+        #expect(lastFrames.last == 10, "\(lastFrames)")
+        await harness.end()
+    }
+
+    @Test("BYTES payloads to one endpoint still finish in the order they were sent")
+    func bytesKeepTheirOrder() async throws {
+        let harness = Harness()
+        harness.gate.close()
+        for id in PayloadID(20)..<30 { try harness.sender.send(.bytes([UInt8(id)]), id: id) }
+        harness.gate.open()
+        try await harness.waitForSuccess(of: 29, "the last bytes payload")
+        #expect(harness.succeeded == Array(PayloadID(20)..<30))
+        await harness.end()
+    }
+
+    @Test("An endpoint whose writes are stuck does not hold back another endpoint")
+    func stuckEndpointDoesNotStarveAnother() async throws {
+        let stuck = Harness()
+        let healthy = Harness()
+        stuck.ours.stallsWrites.withLock { $0 = true }
+        try stuck.sender.send(.bytes([UInt8](repeating: 1, count: 5000)), id: 40)
+        _ = try await eventually("the stuck endpoint's write to hang") { stuck.ours.stalledWrites.withLock { $0 } > 0 ? true : nil }
+        try healthy.sender.send(.bytes([9, 9]), id: 41)
+        try await healthy.waitForSuccess(of: 41, "the healthy endpoint's payload")
+        #expect(stuck.succeeded.isEmpty)
+        await stuck.end()
+        await healthy.end()
+    }
+
+    @Test("Thirty files started at once all arrive intact at a peer that allows only nine open payloads")
+    func manyFilesStayUnderThePeersOpenPayloadLimit() async throws {
+        var limits = ResourceLimits()
+        limits.maxConcurrentIncomingPayloads = OutgoingPayloadSender.maxInterleavedPayloads + 1
+        let pair = EnginePair(limits: limits)
+        _ = try await pair.connect()
+        var contents: [PayloadID: Data] = [:]
+        for index in 0..<30 {
+            let id = PayloadID(100 + index)
+            let content = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* (index + 1)) })  // 4 chunks
+            let url = pair.receiveDirectory.appendingPathComponent("source-\(index).bin")
+            try content.write(to: url)
+            contents[id] = content
+            try await pair.discoverer.send(.file(url, name: "copy-\(index).bin", parentFolder: ""), to: "ADVR", id: id)
+        }
+        for (id, content) in contents {
+            let event = try await pair.advertiserLog.wait(timeout: .seconds(60)) {
+                if case .endpoint(.fileReceived(_, id, _, _)) = $0 { true } else { false }
+            }
+            let url = try #require(Self.fileURL(event))
+            #expect(try Data(contentsOf: url) == content)
+        }
+        let dropped = await pair.advertiserLog.events.contains { if case .endpoint(.disconnected) = $0 { true } else { false } }
+        #expect(!dropped)
+    }
+
+    private static func fileURL(_ event: EngineEvent) -> URL? {
+        if case .endpoint(.fileReceived(_, _, let url, _)) = event { return url }
+        return nil
+    }
+}
