@@ -1,4 +1,5 @@
 import Foundation
+import NearbyCore
 import NearbyPulseAudio
 import NearbyTestSupport
 import NearbyTesting
@@ -59,33 +60,5 @@ struct AudioSoundServerTests {
         #expect(statuses.withLock { $0 }.first?.problem == .noDevice)
         #expect(statuses.withLock { $0 }.first?.hasError == true)
         await subscription.cancel()
-    }
-}
-
-/// Synthetic speech and noise played in a loop into a sink, on a thread of its own, until stopped.
-final class BackgroundSound: Sendable {
-    private let stopped = LockedValue(false)
-    private let done = DispatchSemaphore(value: 0)
-
-    init(server: String, sink: String) {
-        let sound = SyntheticSound.speechAndNoise(seconds: 2, sampleRate: 48_000, seed: 0xA1_0005)
-        let stopped = self.stopped
-        let done = self.done
-        Thread.detachNewThread {
-            defer { done.signal() }
-            guard let player = try? PulseAudioPlayer(
-                server: server, sink: sink, streamName: "background", bufferSamples: 9_600)
-            else { return }
-            while !stopped.withLock({ $0 }) {
-                for start in stride(from: 0, to: sound.count, by: 4_800) where !stopped.withLock({ $0 }) {
-                    try? player.play(Array(sound[start..<min(start + 4_800, sound.count)]))
-                }
-            }
-        }
-    }
-
-    func stop() {
-        stopped.withLock { $0 = true }
-        done.wait()
     }
 }

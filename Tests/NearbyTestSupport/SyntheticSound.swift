@@ -1,4 +1,6 @@
 import Foundation
+import NearbyCore
+import NearbyPulseAudio
 
 /// Synthetic room sound for audio tests.
 public enum SyntheticSound {
@@ -26,5 +28,35 @@ public enum SyntheticSound {
         let u1 = max(Double(random.next() >> 11) * 0x1p-53, 1e-300)
         let u2 = Double(random.next() >> 11) * 0x1p-53
         return Float(sqrt(-2 * log(u1)) * cos(2 * Double.pi * u2))
+    }
+}
+
+/// Synthetic speech and noise played in a loop into a sink, on a thread of its own, until stopped.
+public final class BackgroundSound: Sendable {
+    private let stopped = LockedValue(false)
+    private let done = DispatchSemaphore(value: 0)
+
+    /// Starts playing into `sink` of `server`.
+    public init(server: String, sink: String) {
+        let sound = SyntheticSound.speechAndNoise(seconds: 2, sampleRate: 48_000, seed: 0xA1_0005)
+        let stopped = self.stopped
+        let done = self.done
+        Thread.detachNewThread {
+            defer { done.signal() }
+            guard let player = try? PulseAudioPlayer(
+                server: server, sink: sink, streamName: "background", bufferSamples: 9_600)
+            else { return }
+            while !stopped.withLock({ $0 }) {
+                for start in stride(from: 0, to: sound.count, by: 4_800) where !stopped.withLock({ $0 }) {
+                    try? player.play(Array(sound[start..<min(start + 4_800, sound.count)]))
+                }
+            }
+        }
+    }
+
+    /// Stops playing and waits for the player's thread to end.
+    public func stop() {
+        stopped.withLock { $0 = true }
+        done.wait()
     }
 }

@@ -29,11 +29,16 @@ final class CLIProcess: Sendable {
     }
 
     /// Starts `nearby ARGUMENTS` with stdin on /dev/null (never a TTY).
-    static func launch(label: String, arguments: [String], stderrDirectory: URL) throws -> CLIProcess {
+    static func launch(
+        label: String, arguments: [String], stderrDirectory: URL, environment: [String: String] = [:]
+    ) throws -> CLIProcess {
         let executable = try IntegrationEnvironment.nearbyExecutable()
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
