@@ -40,17 +40,17 @@ struct AudioMediumTests {
         let wifi = InMemoryMedium.Air()
         let subscription = try await Self.subscribe(try Self.manager(wifi, air))
         let publication = try await Self.publish(try Self.manager(wifi, air))
+        #expect(await air.run(for: .seconds(10), recorders: 1) { subscription.foundMessages == [Self.message] })
         #expect(air.playerCount == 1)
-        #expect(await air.run(for: .seconds(10)) { subscription.foundMessages == [Self.message] })
 
         air.mutePlayers(true)
-        await air.run(for: .seconds(3))
+        await air.run(for: .seconds(3), recorders: 1)
         #expect(subscription.foundMessages == [Self.message], "within 5 s of the last frame heard it stays found")
-        #expect(await air.run(for: .seconds(10)) { subscription.foundMessages.isEmpty })
+        #expect(await air.run(for: .seconds(10), recorders: 1) { subscription.foundMessages.isEmpty })
         #expect(!publication.isCancelled)
 
         air.mutePlayers(false)
-        #expect(await air.run(for: .seconds(10)) { subscription.foundMessages == [Self.message] })
+        #expect(await air.run(for: .seconds(10), recorders: 1) { subscription.foundMessages == [Self.message] })
         await publication.cancel()
         #expect(air.playerCount == 0)
         await subscription.cancel()
@@ -67,8 +67,8 @@ struct AudioMediumTests {
         let wifiOnly = try await publisher.publish(
             silent, options: PublishOptions(strategy: MessageStrategy(mediums: .wifiLAN), ttl: nil))
         let audible = try await Self.publish(publisher)
-        #expect(await air.run(for: .seconds(10)) { subscription.foundMessages == [Self.message] })
-        await air.run(for: .seconds(3))
+        #expect(await air.run(for: .seconds(10), recorders: 1) { subscription.foundMessages == [Self.message] })
+        await air.run(for: .seconds(3), recorders: 1)
         #expect(subscription.foundMessages == [Self.message])
         #expect(subscription.handledEndpoints.withLock { $0.found.contains(wifiOnly.endpointID) })
         await wifiOnly.cancel()
@@ -102,7 +102,7 @@ struct AudioMediumTests {
         air.addBackground(SyntheticSound.speechAndNoise(seconds: 4, sampleRate: 48_000, seed: 0xA1_0004), loops: true)
         let subscription = try await Self.subscribe(try Self.manager(wifi, air))
         let publication = try await Self.publish(try Self.manager(wifi, air))
-        #expect(await air.run(for: .seconds(15)) { subscription.foundMessages == [Self.message] })
+        #expect(await air.run(for: .seconds(15), recorders: 1) { subscription.foundMessages == [Self.message] })
         await publication.cancel()
         await subscription.cancel()
     }
@@ -115,7 +115,7 @@ struct AudioMediumTests {
         air.setMicrophoneProblem(.noDevice)
         let subscription = try await Self.subscribe(try Self.manager(wifi, air) { status in statuses.withLock { $0.append(status) } })
         let publication = try await Self.publish(try Self.manager(wifi, air))
-        #expect(await air.run(for: .seconds(5)) { !statuses.withLock { $0 }.isEmpty })
+        #expect(await eventually { !statuses.withLock { $0 }.isEmpty })
         await air.run(for: .seconds(5))
         let failed = try #require(statuses.withLock { $0 }.first)
         #expect(failed.device == .microphone)
@@ -126,12 +126,13 @@ struct AudioMediumTests {
         #expect(subscription.foundMessages.isEmpty)
 
         air.setMicrophoneProblem(nil)
-        #expect(await air.run(for: .seconds(10)) { subscription.foundMessages == [Self.message] })
+        #expect(await air.run(for: .seconds(10)) { air.recorderCount == 1 }, "the retry opens the microphone")
+        #expect(await air.run(for: .seconds(10), recorders: 1) { subscription.foundMessages == [Self.message] })
         #expect(statuses.withLock { $0 }.map(\.hasError) == [true, false])
         #expect(statuses.withLock { $0 }.last?.device == .microphone)
 
         air.setMicrophoneProblem(.permissionDenied)  // fails while recording
-        #expect(await air.run(for: .seconds(10)) { statuses.withLock { $0 }.count == 3 })
+        #expect(await eventually { statuses.withLock { $0 }.count == 3 })
         #expect(statuses.withLock { $0 }.last?.problem == .permissionDenied)
         #expect(await air.run(for: .seconds(10)) { subscription.foundMessages.isEmpty })
         await publication.cancel()
@@ -146,11 +147,13 @@ struct AudioMediumTests {
         air.setSpeakerProblem(.deviceBusy)
         let publisher = try Self.manager(wifi, air) { status in statuses.withLock { $0.append(status) } }
         let publication = try await Self.publish(publisher)
-        #expect(await air.run(for: .seconds(1)) { !statuses.withLock { $0 }.isEmpty })
+        #expect(await eventually { !statuses.withLock { $0 }.isEmpty })
         #expect(statuses.withLock { $0 }.first?.problem == .deviceBusy)
         #expect(statuses.withLock { $0 }.first?.device == .speaker)
         air.setSpeakerProblem(nil)
-        #expect(await air.run(for: .seconds(5)) { air.playerCount == 1 })
+        await air.clock.waitForSleepers(atLeast: 1)  // the retry
+        air.clock.advance(by: .seconds(2))
+        #expect(await eventually { air.playerCount == 1 })
         #expect(statuses.withLock { $0 }.map(\.hasError) == [true, false])
         await publication.cancel()
     }

@@ -32,17 +32,19 @@ final class InMemoryAudioAir: Sendable {
         var playerWaits: [Int: CheckedContinuation<Void, Never>] = [:]
         var recorders: Set<Int> = []
         var parked: [Int: CheckedContinuation<[Float], any Error>] = [:]
-        var parkWaiters: [CheckedContinuation<Void, Never>] = []
+        var parkWaiters: [(atLeast: Int, continuation: CheckedContinuation<Void, Never>)] = []
         var microphoneProblem: AudioDeviceStatus.Problem?
         var speakerProblem: AudioDeviceStatus.Problem?
         var playersMuted = false
         var noiseLevel: Float = 0
         var random = SeededGenerator(seed: 0xA1_2026)
 
+        /// The waiters whose condition holds now: every open recorder waits in `read()`, and enough are open.
         mutating func allParked() -> [CheckedContinuation<Void, Never>] {
             guard parked.count >= recorders.count else { return [] }
-            defer { parkWaiters = [] }
-            return parkWaiters
+            let ready = parkWaiters.filter { $0.atLeast <= recorders.count }.map(\.continuation)
+            parkWaiters.removeAll { $0.atLeast <= recorders.count }
+            return ready
         }
     }
 
@@ -90,21 +92,26 @@ final class InMemoryAudioAir: Sendable {
     func setSpeakerProblem(_ problem: AudioDeviceStatus.Problem?) { state.withLock { $0.speakerProblem = problem } }
 
     /// Runs the air in 50 ms steps for `duration`, or until `condition` holds (checked before each step); returns
-    /// whether `condition` held.
+    /// whether `condition` held, waiting up to 10 s of real time after the last step for the tasks it woke (without a
+    /// condition: runs the whole `duration` and returns false).
+    /// Before each step, waits until at least `recorders` recorders are open and every open one waits for sound.
     @discardableResult
-    func run(for duration: Duration, until condition: () -> Bool = { false }) async -> Bool {
+    func run(
+        for duration: Duration, recorders: Int = 0, until condition: (@Sendable () -> Bool)? = nil
+    ) async -> Bool {
         var elapsed: Duration = .zero
         while elapsed < duration {
-            if condition() { return true }
-            await step()
+            if condition?() == true { return true }
+            await step(recorders: recorders)
             elapsed += Self.step
         }
-        await waitForRecorders()
-        return condition()
+        await waitForRecorders(atLeast: recorders)
+        guard let condition else { return false }
+        return await eventually(10, condition)
     }
 
-    private func step() async {
-        await waitForRecorders()
+    private func step(recorders: Int) async {
+        await waitForRecorders(atLeast: recorders)
         clock.advance(by: Self.step)
         let (chunk, parked) = state.withLock { state -> ([Float], [CheckedContinuation<[Float], any Error>]) in
             let chunk = Self.mix(&state)
@@ -115,12 +122,12 @@ final class InMemoryAudioAir: Sendable {
         for continuation in parked { continuation.resume(returning: chunk) }
     }
 
-    /// Waits until every open recorder waits in `read()`.
-    private func waitForRecorders() async {
+    /// Waits until at least `count` recorders are open and every open recorder waits in `read()`.
+    private func waitForRecorders(atLeast count: Int) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ready = state.withLock { state -> Bool in
-                if state.parked.count >= state.recorders.count { return true }
-                state.parkWaiters.append(continuation)
+                if state.parked.count >= state.recorders.count, state.recorders.count >= count { return true }
+                state.parkWaiters.append((count, continuation))
                 return false
             }
             if ready { continuation.resume() }
