@@ -19,11 +19,11 @@ extension WiFiLANIntegration {
                 let serviceID = IntegrationEnvironment.uniqueServiceID("audio")
                 let sound = ["PULSE_SERVER": daemon.server, "PULSE_SINK": daemon.sink, "PULSE_SOURCE": daemon.monitor]
                 let subscriber = try scratch.launchCLI(
-                    "subscribe-audio", ["subscribe", "--service-id", serviceID, "--medium", "audio", "--json"],
+                    "subscribe-audio", ["subscribe", "--service-id", serviceID, "--medium", "audio", "--json", "--verbose"],
                     environment: sound)
                 let publisher = try scratch.launchCLI(
                     "publish-audio",
-                    ["publish", "--service-id", serviceID, "--message", "same room", "--medium", "audio", "--json"],
+                    ["publish", "--service-id", serviceID, "--message", "same room", "--medium", "audio", "--json", "--verbose"],
                     environment: sound)
                 let publishing = try await publisher.waitForEvent("publishing")
                 #expect(publishing.description.contains("\"audio\""))

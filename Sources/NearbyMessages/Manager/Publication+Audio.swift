@@ -33,5 +33,11 @@ extension Publication {
             }
         }
         tasks.withLock { $0.append(task) }
+        audioPlayback.withLock { $0 = task }
+    }
+
+    /// Waits until the audio loop (if any) has stopped and released the speaker; the task is already cancelled.
+    func waitForAudioToStop() async {
+        await audioPlayback.withLock { $0 }?.value
     }
 }

@@ -17,6 +17,8 @@ public final class Publication: Sendable {
     private let connections: ConnectionManager
     private let advertiser: Advertiser
     let tasks = LockedValue<[Task<Void, Never>]>([])
+    /// The loop playing the audio token (Publication+Audio.swift), also in `tasks`.
+    let audioPlayback = LockedValue<Task<Void, Never>?>(nil)
     private let stopped = LockedValue(false)
 
     /// How long a subscriber may stay connected after it received the message.
@@ -116,6 +118,7 @@ public final class Publication: Sendable {
     public func cancel() async {
         guard stopped.withLock({ wasStopped in defer { wasStopped = true }; return !wasStopped }) else { return }
         for task in tasks.withLock({ $0 }) { task.cancel() }
+        await waitForAudioToStop()
         await advertiser.stopAdvertisingAndWait()
         await connections.shutdown()
     }
