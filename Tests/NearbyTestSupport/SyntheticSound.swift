@@ -54,9 +54,9 @@ public final class BackgroundSound: Sendable {
         }
     }
 
-    /// Stops playing and waits for the player's thread to end.
+    /// Stops playing and waits for the player's thread to end (once; later calls return at once).
     public func stop() {
-        stopped.withLock { $0 = true }
+        guard stopped.withLock({ wasStopped in defer { wasStopped = true }; return !wasStopped }) else { return }
         done.wait()
     }
 }
