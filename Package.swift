@@ -122,6 +122,8 @@ let package = Package(
                 "NearbyConnections",
                 "NearbyCore",
                 "NearbyWire",
+                "NearbyAudio",
+                "NearbyPulseAudio",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -195,7 +197,7 @@ let package = Package(
         // Helpers shared by the test targets (seeded randomness, byte mutation, error expectations).
         .target(
             name: "NearbyTestSupport",
-            dependencies: ["NearbyWire", "NearbyCore", "NearbyBLE", "NearbyTesting"],
+            dependencies: ["NearbyWire", "NearbyCore", "NearbyBLE", "NearbyTesting", "NearbyPulseAudio"],
             path: "Tests/NearbyTestSupport"
         ),
         .testTarget(
@@ -232,7 +234,7 @@ let package = Package(
             name: "NearbyMessagesTests",
             dependencies: [
                 "NearbyMessages", "NearbyConnections", "NearbyCore", "NearbyWire", "NearbyWiFiLAN", "NearbyTestSupport",
-                "NearbyTesting",
+                "NearbyTesting", "NearbyAudio", "NearbyPulseAudio",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

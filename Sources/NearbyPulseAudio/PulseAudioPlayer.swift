@@ -19,14 +19,16 @@ public final class PulseAudioPlayer: Sendable {
     ///   - sampleRate: the stream's rate; the server converts to the sink's rate when they differ.
     ///   - applicationName: the client name the sound server shows for this program.
     ///   - streamName: the name the sound server shows for this stream.
+    ///   - bufferSamples: how many samples the server may hold queued (the playback latency, and how long sound
+    ///     goes on after the stream is closed); nil lets the server choose (about 2 s).
     /// - Throws: `NearbyError` `.mediumUnavailable` with a ``PulseAudioFailure`` cause.
     public init(
         server: String? = nil, sink: String? = nil, sampleRate: Int = AudioModemConfiguration.standard.sampleRate,
-        applicationName: String = "swift-nearby", streamName: String = "Nearby audio token"
+        applicationName: String = "swift-nearby", streamName: String = "Nearby audio token", bufferSamples: Int? = nil
     ) throws {
         stream = try PulseAudioStream(
             direction: PA_STREAM_PLAYBACK, server: server, device: sink, sampleRate: sampleRate,
-            applicationName: applicationName, streamName: streamName, fragmentSamples: nil)
+            applicationName: applicationName, streamName: streamName, fragmentSamples: bufferSamples)
     }
 
     /// Queues `samples` for playback, blocking while the server's buffer is full.

@@ -13,8 +13,13 @@ struct CommonOptions: ParsableArguments {
     @Option(help: "How endpoints may connect.")
     var strategy: Strategy = .pointToPoint
 
-    @Option(name: .customLong("medium"), help: "A medium to use (repeatable; default: all available).")
-    var mediums: [MediumKind] = []
+    @Option(
+        name: .customLong("medium"),
+        help: "A medium to use (repeatable; default: all available; audio: publish and subscribe only).")
+    var mediums: [CLIMedium] = []
+
+    /// The Connections mediums of `--medium` (audio is not one).
+    var connectionMediums: [MediumKind] { mediums.compactMap(\.kind) }
 
     @Option(help: "BLE radio: a controller for our own host (tcp:HOST:PORT, uart:/dev/ttyX[@BAUD], hci:N) or bluez[:hciN] (channels only until the BlueZ D-Bus layer lands).")
     var hci: String?
@@ -80,7 +85,7 @@ struct CommonOptions: ParsableArguments {
     /// The mediums to advertise and discover on: those of `--medium`, or `nil` for all of the manager's.
     var announcedMediums: Set<NearbyConnections.Medium>? {
         guard !mediums.isEmpty else { return nil }
-        return Set(mediums.map(NearbyConnections.Medium.init))
+        return Set(connectionMediums.map(NearbyConnections.Medium.init))
     }
 
     /// The controller `--hci` names, if any.
@@ -95,13 +100,14 @@ struct CommonOptions: ParsableArguments {
     /// The mediums of `--medium` (default: Wi-Fi LAN, plus BLE with `--hci`).
     func selectedMediums(hasBluetoothController: Bool) -> [MediumKind] {
         MediumFactory.selection(
-            named: Set(mediums), hasBluetoothController: hasBluetoothController)
+            named: Set(connectionMediums), hasBluetoothController: hasBluetoothController)
     }
 
     /// The manager for this run, with the mediums the options select. With BLE and without `--no-upgrade`, Wi-Fi
     /// LAN is there too as the bandwidth upgrade target, even when `--medium ble` keeps advertising and discovery
     /// on BLE.
     func makeManager(receiveDirectory: URL, listenPort: Int? = nil) throws -> ConnectionManager {
+        if mediums.contains(.audio) { throw ValidationError("--medium audio is for nearby publish and subscribe only") }
         let controller = try bluetoothController()
         var kinds = selectedMediums(hasBluetoothController: controller != nil)
         if !noUpgrade, kinds.contains(.ble), !kinds.contains(.wifiLAN) { kinds.append(.wifiLAN) }
@@ -144,5 +150,3 @@ struct EndpointInfoOptions: ParsableArguments {
 /// `--strategy point-to-point|star|cluster`, parsed once by ArgumentParser.
 extension Strategy: ExpressibleByArgument {}
 
-/// `--medium wifi-lan|ble`, parsed once by ArgumentParser.
-extension MediumKind: ExpressibleByArgument {}

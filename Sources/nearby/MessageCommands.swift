@@ -28,7 +28,8 @@ extension CommonOptions {
         var strategyMediums: MessageStrategy.Mediums = []
         if selected.contains(.wifiLAN) { strategyMediums.insert(.wifiLAN) }
         if selected.contains(.ble) { strategyMediums.insert(.ble) }
-        let onlyWiFi = strategyMediums == .wifiLAN
+        if mediums.contains(.audio) { strategyMediums = connectionMediums.isEmpty ? .audio : strategyMediums.union(.audio) }
+        let onlyWiFi = strategyMediums == .wifiLAN || strategyMediums == .audio
         let grantForThisRun: PermissionRequestHandler = { @Sendable () async -> ConsentDecision in .grantForThisRun }
         let request = askConsent ? terminalPermissionRequest : grantForThisRun
         let manager = MessageManager(
@@ -104,6 +105,7 @@ struct PublishCommand: AsyncParsableCommand {
         let output = EventOutput(json: common.json)
         let sink = ProblemSink()
         let (manager, strategy) = try common.makeMessageManager(askConsent: messageOptions.askConsent) { sink.report($0, fatal: $1) }
+        manager.printAudioStatus(to: output)
         let content: Data
         if let message {
             content = Data(message.utf8)
@@ -126,7 +128,8 @@ struct PublishCommand: AsyncParsableCommand {
             "publishing",
             PublishingEvent(
                 endpointID: publication.endpointID, size: payload.content.count, namespace: payload.namespace,
-                type: payload.type, mediums: publication.mediums.map(\.rawValue)),
+                type: payload.type,
+                mediums: publication.mediums.map(\.rawValue) + (strategy.mediums.contains(.audio) ? ["audio"] : [])),
             human: "publishing \(payload.content.count) bytes as \(publication.endpointID)")
         let failure = await firstOf(
             { await sink.first().map { CLIFailure("cannot publish: \($0.message)") } },
@@ -163,6 +166,7 @@ struct SubscribeCommand: AsyncParsableCommand {
         let output = EventOutput(json: common.json)
         let sink = ProblemSink()
         let (manager, strategy) = try common.makeMessageManager(askConsent: askConsent) { sink.report($0, fatal: $1) }
+        manager.printAudioStatus(to: output)
         var filter = MessageFilter()
         if namespace != nil || type != nil {
             do {

@@ -9,25 +9,6 @@ import Testing
 /// a token into the sink, another records the sink's monitor and decodes it.
 @Suite("PulseAudio round trip", .serialized)
 struct PulseAudioRoundTripTests {
-    /// Synthetic speech (a gliding 110–150 Hz voice with moving formants, syllables at 4 Hz) plus white noise.
-    static func background(seconds: Double, sampleRate: Int, seed: UInt64) -> [Float] {
-        var random = SeededGenerator(seed: seed)
-        return (0..<Int(seconds * Double(sampleRate))).map { n in
-            let t = Double(n) / Double(sampleRate)
-            let pitch = 130 + 20 * sin(2 * Double.pi * 0.7 * t)
-            let syllable = max(0, sin(2 * Double.pi * 4 * t))
-            var voice = 0.0
-            for harmonic in 1...20 {
-                let f = pitch * Double(harmonic)
-                let formant = exp(-pow((f - 700 - 300 * sin(2 * Double.pi * 2 * t)) / 400, 2))
-                    + 0.5 * exp(-pow((f - 1_800) / 500, 2))
-                voice += formant * sin(2 * Double.pi * f * t)
-            }
-            let noise = 0.1 * Double(AudioTestNoise.gaussian(&random))
-            return Float(0.15 * syllable * voice + noise)
-        }
-    }
-
     @Test("A token played into the null sink is decoded from its monitor", arguments: [false, true])
     func tokenThroughNullSink(withSpeechAndNoise: Bool) async throws {
         let daemon = try await PrivatePulseAudioServer()
@@ -54,7 +35,7 @@ struct PulseAudioRoundTripTests {
             return (found, loudest)
         }
         // The background, when asked for, plays into the same sink at the same time as the token.
-        let noise = withSpeechAndNoise ? Self.background(seconds: 5, sampleRate: 48_000, seed: 0x9A_0003) : []
+        let noise = withSpeechAndNoise ? SyntheticSound.speechAndNoise(seconds: 5, sampleRate: 48_000, seed: 0x9A_0003) : []
         async let backgroundPlayed: Void = onOwnThread {
             guard !noise.isEmpty else { return }
             let player = try PulseAudioPlayer(server: server, sink: sink, streamName: "background")
@@ -91,14 +72,5 @@ struct PulseAudioRoundTripTests {
         }
         #expect(error?.code == .mediumUnavailable)
         #expect((error?.cause as? PulseAudioFailure)?.problem == .serverUnavailable)
-    }
-}
-
-/// Gaussian samples for the background noise.
-enum AudioTestNoise {
-    static func gaussian(_ random: inout SeededGenerator) -> Float {
-        let u1 = max(Double(random.next() >> 11) * 0x1p-53, 1e-300)
-        let u2 = Double(random.next() >> 11) * 0x1p-53
-        return Float(sqrt(-2 * log(u1)) * cos(2 * Double.pi * u2))
     }
 }

@@ -36,6 +36,8 @@ public final class MessageManager: Sendable {
     let onBluetoothProblem: ProblemHandler
     let onMDNSProblem: ProblemHandler
     let onConsentProblem: ProblemHandler
+    /// The audio medium's sound I/O, status handler and timings (MessageManager+Audio.swift).
+    let audio = AudioMediumSettings()
     /// The clock of the found/lost, TTL and retry timers.
     let clock: NearbyClock
     private let grantedForThisRun = LockedValue(false)
@@ -142,6 +144,7 @@ public final class MessageManager: Sendable {
         guard options.strategy.mode.contains(.broadcast) else {
             throw NearbyError(.invalidArgument, "a publication needs a strategy that broadcasts")
         }
+        try validateAudio(options)
         try await ensureConsent()
         let connections = try makeConnectionManager(options.strategy.mediums, purpose: "publish")
         return try await Publication.start(message, options: options, connections: connections, owner: self)
@@ -163,6 +166,7 @@ public final class MessageManager: Sendable {
         try await ensureConsent()
         let subscription = Subscription(options: options, owner: self, onFound: onFound, onLost: onLost)
         var started = false
+        subscription.startAudioScanIfAudioOnly(self)
         if options.deviceTypes.contains(.nearbyDevices) {
             do {
                 let connections = try makeConnectionManager(options.strategy.mediums, purpose: "subscribe")
@@ -216,7 +220,7 @@ public final class MessageManager: Sendable {
     func makeConnectionManager(_ wanted: MessageStrategy.Mediums, purpose: String) throws -> ConnectionManager {
         var mediums: [any MediumDriver] = []
         var failures: [NearbyError] = []
-        for kind in wanted.kinds {
+        for kind in wanted.transportKinds {
             do {
                 mediums.append(try mediumProvider(kind, logger))
             } catch {

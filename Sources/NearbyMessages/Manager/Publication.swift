@@ -16,7 +16,9 @@ public final class Publication: Sendable {
 
     private let connections: ConnectionManager
     private let advertiser: Advertiser
-    private let tasks = LockedValue<[Task<Void, Never>]>([])
+    let tasks = LockedValue<[Task<Void, Never>]>([])
+    /// The loop playing the audio token (Publication+Audio.swift), also in `tasks`.
+    let audioPlayback = LockedValue<Task<Void, Never>?>(nil)
     private let stopped = LockedValue(false)
 
     /// How long a subscriber may stay connected after it received the message.
@@ -32,9 +34,10 @@ public final class Publication: Sendable {
     static func start(
         _ message: Message, options: PublishOptions, connections: ConnectionManager, owner: MessageManager
     ) async throws -> Publication {
-        let envelope = MessageEnvelope.advertisement(for: message)
+        let audioToken = options.strategy.mediums.contains(.audio) ? AudioToken.random() : nil
+        let (envelope, tagged) = AudioTag.advertisement(for: message, token: audioToken)
         let full = MessageEnvelope.message(message).bytes
-        let advertised = options.plainEndpointInfo ? Array(message.content) : envelope.bytes
+        let advertised = options.plainEndpointInfo ? Array(message.content) : tagged
         var logger = owner.logger
         logger[metadataKey: "endpoint"] = "\(connections.localEndpointID)"
         logger[metadataKey: "message"] = "\(message)"
@@ -93,6 +96,7 @@ public final class Publication: Sendable {
         let publication = Publication(
             message: message, connections: connections, advertiser: advertiser, mediums: sessions.map(\.medium))
         publication.tasks.withLock { $0.append(serving) }
+        if let audioToken { publication.startAudio(audioToken, owner: owner) }
         if let ttl = options.ttl {
             let onExpired = options.onExpired
             let expiry = Task { [weak publication] in
@@ -114,6 +118,7 @@ public final class Publication: Sendable {
     public func cancel() async {
         guard stopped.withLock({ wasStopped in defer { wasStopped = true }; return !wasStopped }) else { return }
         for task in tasks.withLock({ $0 }) { task.cancel() }
+        await waitForAudioToStop()
         await advertiser.stopAdvertisingAndWait()
         await connections.shutdown()
     }

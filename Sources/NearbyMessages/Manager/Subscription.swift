@@ -34,7 +34,7 @@ public final class Subscription: AsyncSequence, Sendable {
     private let onLost: (@Sendable (Message) -> Void)?
     private let fanOut = EventFanOut()
     let state: LockedValue<State>
-    private let tasks = LockedValue<[Task<Void, Never>]>([])
+    let tasks = LockedValue<[Task<Void, Never>]>([])
     private let owner: MessageManager
     let clock: NearbyClock
     private let connections = LockedValue<(manager: ConnectionManager, discoverer: Discoverer)?>(nil)
@@ -54,6 +54,8 @@ public final class Subscription: AsyncSequence, Sendable {
         var stopped = false
         /// One timer per gone publisher and per beacon, while its grace period runs.
         var timers = KeyedTimers<TimerKey>()
+        /// The audio rule's gate and timers, when the subscription's only medium is audio (Subscription+Audio.swift).
+        var audio: AudioScanState?
     }
 
     /// What a timer is for.
@@ -165,7 +167,7 @@ public final class Subscription: AsyncSequence, Sendable {
             return state.stopped
         }
         guard !wasStopped else { return }
-        state.withLock { $0.timers.cancelAll() }
+        state.withLock { $0.timers.cancelAll(); $0.audio?.timers.cancelAll() }
         for task in tasks.withLock({ $0 }) { task.cancel() }
         fanOut.finish()
         if let (manager, discoverer) = connections.withLock({ $0 }) {
@@ -175,7 +177,7 @@ public final class Subscription: AsyncSequence, Sendable {
     }
 
     deinit {
-        state.withLock { $0.timers.cancelAll() }
+        state.withLock { $0.timers.cancelAll(); $0.audio?.timers.cancelAll() }
         for task in tasks.withLock({ $0 }) { task.cancel() }
         fanOut.finish()
         if let (manager, discoverer) = connections.withLock({ $0 }) {
@@ -197,7 +199,8 @@ public final class Subscription: AsyncSequence, Sendable {
             }
         }
         switch event {
-        case .endpointFound(let id, let context, _):
+        case .endpointFound(let id, let tagged, _):
+            let context = audioTagStripped(id, tagged)
             guard let envelope = try? MessageEnvelope.decode(context) else {
                 if options.includePlainEndpointInfo, options.filter.matches(namespace: "", type: "") {
                     present(id, Message(content: context))
@@ -226,6 +229,7 @@ public final class Subscription: AsyncSequence, Sendable {
                 return
             }
         case .endpointLost(let id):
+            audioEndpointGone(id)
             state.withLock { state in
                 state.fetching[id] = nil
                 if state.activeFetch == id { state.activeFetch = nil }
@@ -308,6 +312,7 @@ public final class Subscription: AsyncSequence, Sendable {
     }
 
     private func present(_ id: String, _ message: Message) {
+        if presentIfHeard(id, message) { return }
         messageStep { state, now in state.messages.present(id, message, now: now) }
     }
 

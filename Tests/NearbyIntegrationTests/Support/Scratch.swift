@@ -53,7 +53,8 @@ final class Scratch: Sendable {
 
     /// Launches `nearby ARGS` and stops it at teardown.
     func launchCLI(_ label: String, _ arguments: [String], environment: [String: String] = [:]) throws -> CLIProcess {
-        let process = try CLIProcess.launch(label: label, arguments: arguments, stderrDirectory: root, environment: environment)
+        let process = try CLIProcess.launch(
+            label: label, arguments: arguments, stderrDirectory: root, environment: environment)
         processes.withLock { $0.append(process) }
         return process
     }

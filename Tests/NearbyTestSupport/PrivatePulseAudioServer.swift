@@ -1,22 +1,21 @@
 import Foundation
 import NearbyPulseAudio
-import NearbyTestSupport
 import NearbyWire
 
 /// A private PulseAudio daemon for one test: no sound card, one null sink named `nearby` (so its monitor,
 /// `nearby.monitor`, is the source), a native-protocol socket in a temporary directory, no D-Bus, no config files.
-final class PrivatePulseAudioServer: Sendable {
-    let directory: URL
-    let process: Process
+public final class PrivatePulseAudioServer: Sendable {
+    public let directory: URL
+    public let process: Process
     /// The server string for clients: `unix:<directory>/native`.
-    var server: String { "unix:" + directory.appendingPathComponent("native").path }
+    public var server: String { "unix:" + directory.appendingPathComponent("native").path }
     /// The sink the daemon plays into.
-    let sink = "nearby"
+    public let sink = "nearby"
     /// The source that records what is played into the sink.
-    var monitor: String { sink + ".monitor" }
+    public var monitor: String { sink + ".monitor" }
 
     /// Starts the daemon and waits until it accepts a recording stream from the monitor.
-    init() async throws {
+    public init() async throws {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         guard let executable = path.split(separator: ":").map({ "\($0)/pulseaudio" })
             .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
@@ -48,7 +47,7 @@ final class PrivatePulseAudioServer: Sendable {
     }
 
     /// Stops the daemon (by its PID) and removes its directory.
-    func stop() {
+    public func stop() {
         if process.isRunning {
             process.terminate()
             process.waitUntilExit()
@@ -58,7 +57,7 @@ final class PrivatePulseAudioServer: Sendable {
 }
 
 /// Runs blocking `body` on a thread of its own (PulseAudio's simple API blocks) and returns its result.
-func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+public func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         Thread.detachNewThread {
             continuation.resume(with: Result { try body() })

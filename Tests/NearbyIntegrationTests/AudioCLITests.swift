@@ -1,0 +1,48 @@
+import Foundation
+import NearbyTestSupport
+import NearbyWire
+import Testing
+
+extension WiFiLANIntegration {
+    /// `nearby publish --medium audio` and `nearby subscribe --medium audio` in separate processes, through a private
+    /// PulseAudio daemon with only a null sink (the subscriber records its monitor) while this test plays synthetic
+    /// speech and noise into the same sink; the message itself travels over Wi-Fi LAN.
+    @Suite("nearby publish --medium audio ↔ nearby subscribe --medium audio")
+    struct AudioCLITests {
+        @Test("found while the publisher plays; lost after it is told to stop")
+        func audioPublishAndSubscribe() async throws {
+            let daemon = try await PrivatePulseAudioServer()
+            defer { daemon.stop() }
+            let background = BackgroundSound(server: daemon.server, sink: daemon.sink)
+            defer { background.stop() }
+            try await withScratch(timeout: 60, "CLI audio publish/subscribe") { scratch in
+                let serviceID = IntegrationEnvironment.uniqueServiceID("audio")
+                let sound = [
+                    "PULSE_SERVER": daemon.server, "PULSE_SINK": daemon.sink, "PULSE_SOURCE": daemon.monitor,
+                    "SWIFT_BACKTRACE": "enable=no",
+                ]
+                let subscriber = try scratch.launchCLI(
+                    "subscribe-audio", ["subscribe", "--service-id", serviceID, "--medium", "audio", "--json", "--verbose"],
+                    environment: sound)
+                let publisher = try scratch.launchCLI(
+                    "publish-audio",
+                    ["publish", "--service-id", serviceID, "--message", "same room", "--medium", "audio", "--json", "--verbose"],
+                    environment: sound)
+                let publishing = try await publisher.waitForEvent("publishing")
+                #expect(publishing.description.contains("\"audio\""))
+                let found = try await subscriber.waitForEvent("message_found", timeout: 30)
+                #expect(found.string("message") == "same room")
+                // libpulse's client threads in this process do not block SIGCHLD, so while one runs, Foundation may
+                // miss a child's exit: the background stops before the publisher is asked to.
+                background.stop()
+
+                // The publisher's exit itself is not awaited: this harness has not seen it exit within 30 s here
+                // although it exits at once from a shell (docs/AUDIO-MEDIUM.md, "Not done"); teardown reaps it.
+                publisher.signal(SIGTERM)
+                let lost = try await subscriber.waitForEvent("message_lost", timeout: 30)
+                #expect(lost.string("message") == "same room")
+                #expect(subscriber.events("audio_status").isEmpty, "\(subscriber.diagnostics)")
+            }
+        }
+    }
+}
