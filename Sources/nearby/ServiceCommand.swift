@@ -57,8 +57,8 @@ struct ServiceRunCommand: AsyncParsableCommand {
     @Flag(help: "Show found and lost messages as desktop notifications (notify-send).")
     var notify = false
 
-    @Option(name: .customLong("medium"), help: "A medium to use (repeatable; default: all available).")
-    var mediums: [MediumKind] = []
+    @Option(name: .customLong("medium"), help: "A medium to use: wifi-lan, ble or audio (repeatable; default: all available).")
+    var mediums: [CLIMedium] = []
 
     @Option(help: "BLE controller transport: tcp:HOST:PORT, uart:/dev/ttyX[@BAUD] or hci:N.")
     var hci: String?
@@ -80,10 +80,13 @@ struct ServiceRunCommand: AsyncParsableCommand {
         let logger = serviceLogger
         let controller: BluetoothController?
         do { controller = try hci.map(BluetoothController.init) } catch { throw CLIFailure("\(error)") }
-        let kinds = MediumFactory.selection(named: Set(mediums), hasBluetoothController: controller != nil)
+        let connectionMediums = mediums.compactMap(\.kind)
+        let kinds = MediumFactory.selection(named: Set(connectionMediums), hasBluetoothController: controller != nil)
         var strategyMediums: MessageStrategy.Mediums = []
         if kinds.contains(.wifiLAN) { strategyMediums.insert(.wifiLAN) }
         if kinds.contains(.ble) { strategyMediums.insert(.ble) }
+        // As in `nearby subscribe`: `--medium audio` alone means audio-only (heard, content over Wi-Fi LAN).
+        if mediums.contains(.audio) { strategyMediums = connectionMediums.isEmpty ? .audio : strategyMediums.union(.audio) }
 
         var notifier: DesktopNotifier?
         if notify {
