@@ -94,13 +94,20 @@ struct DiscoveryModeTests {
         try await DiscoveryModeMatrix.run(mediums: .wifiLAN, within: 30) { try testManager("modes", mediums: Self.inMemory(air)) }
     }
 
-    @Test("large messages: a scanning publication delivers a descriptor and the subscription fetches it",
+    @Test("a large message: a scanning publication delivers its descriptor and the subscription fetches it",
           .timeLimit(.minutes(1)))
-    func matrixLargeInMemory() async throws {
+    func largeDeliveryInMemory() async throws {
         let air = InMemoryMedium.Air()
-        try await DiscoveryModeMatrix.run(
-            mediums: .wifiLAN, within: 45, content: { Data(repeating: UInt8($0.count), count: 3_000) + Data($0.utf8) }
-        ) { try testManager("modes-large", mediums: Self.inMemory(air)) }
+        var subscribeOptions = SubscribeOptions(strategy: MessageStrategy(mediums: .wifiLAN), ttl: nil)
+        subscribeOptions.discoveryMode = .broadcast
+        let subscription = try await testManager("large", mediums: Self.inMemory(air)).subscribe(options: subscribeOptions)
+        var publishOptions = PublishOptions(strategy: MessageStrategy(mediums: .wifiLAN), ttl: nil)
+        publishOptions.discoveryMode = .scan
+        let message = Message(content: Data(repeating: 7, count: 3_000), namespace: "modes", type: "large")
+        let publication = try await testManager("large", mediums: Self.inMemory(air)).publish(message, options: publishOptions)
+        #expect(await eventually(45) { subscription.foundMessages == [message] })
+        await publication.cancel()
+        await subscription.cancel()
     }
 
     @Test("a delivered message is lost once deliveries stop", .timeLimit(.minutes(1)))

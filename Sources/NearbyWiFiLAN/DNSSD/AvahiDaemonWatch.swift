@@ -20,8 +20,8 @@ package final class AvahiDaemonWatch: @unchecked Sendable {
             throw NearbyError(.unknown, "could not create the Avahi event loop")
         }
         self.poll = poll
+        // From here on a throw runs `deinit` (every stored property is set), which stops and frees the poll.
         guard avahi_threaded_poll_start(poll) >= 0 else {
-            avahi_threaded_poll_free(poll)
             throw NearbyError(.unknown, "could not start the Avahi event-loop thread")
         }
         avahi_threaded_poll_lock(poll)
@@ -36,8 +36,6 @@ package final class AvahiDaemonWatch: @unchecked Sendable {
         client = created
         avahi_threaded_poll_unlock(poll)
         guard created != nil else {
-            avahi_threaded_poll_stop(poll)
-            avahi_threaded_poll_free(poll)
             throw AvahiErrorMapping.nearbyError(error, while: "watching avahi-daemon")
         }
     }
