@@ -86,8 +86,8 @@ extension MessageManager {
     /// reason added). The microphone and speaker report through the audio medium's handler.
     ///
     /// Each transition is reported once. mDNS is watched from the first use of Wi-Fi LAN on, so the daemon
-    /// stopping and starting again is reported even while nothing else happens; Bluetooth clears when a BLE
-    /// advertisement starts again.
+    /// stopping is reported even while nothing else happens; mDNS clears when a Wi-Fi LAN advertisement is
+    /// discoverable again (or the watch sees the daemon running), Bluetooth when a BLE advertisement starts again.
     public var radioStatusHandler: (@Sendable (RadioStatus) -> Void)? {
         get { radio.handler }
         set { radio.handler = newValue }
