@@ -201,18 +201,6 @@ final class FakeReportSource: AdvertisingReportSource {
     final class WeakSubscription: @unchecked Sendable {
         weak var value: Subscription?
     }
-
-    @Test("a strategy without broadcast cannot publish; one without scan cannot subscribe")
-    func modes() async throws {
-        let manager = try testManager("modes")
-        let scanOnly = MessageStrategy(mode: .scan)
-        let broadcastOnly = MessageStrategy(mode: .broadcast)
-        #expect(await nearbyErrorCode {
-            _ = try await manager.publish(Message(text: "x"), options: PublishOptions(strategy: scanOnly))
-        } == .invalidArgument)
-        #expect(await nearbyErrorCode { _ = try await manager.subscribe(options: SubscribeOptions(strategy: broadcastOnly)) }
-            == .invalidArgument)
-    }
 }
 
 @Suite struct ConsentTests {

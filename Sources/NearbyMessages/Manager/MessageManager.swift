@@ -38,6 +38,8 @@ public final class MessageManager: Sendable {
     let onConsentProblem: ProblemHandler
     /// The audio medium's sound I/O, status handler and timings (MessageManager+Audio.swift).
     let audio = AudioMediumSettings()
+    /// The radio states and `radioStatusHandler` (RadioStateHandlers.swift).
+    let radio = RadioStateMonitor()
     /// The clock of the found/lost, TTL and retry timers.
     let clock: NearbyClock
     private let grantedForThisRun = LockedValue(false)
@@ -127,11 +129,13 @@ public final class MessageManager: Sendable {
     /// Publishes `message` until the returned publication is cancelled or released, or its TTL runs out.
     ///
     /// A message whose envelope fits in 131 bytes is advertised as the endpoint info; a larger one is advertised as
-    /// a descriptor and sent to each subscriber that connects to fetch it.
+    /// a descriptor and sent to each subscriber that connects to fetch it. In discovery mode `.scan` the message is
+    /// also delivered to subscriptions that broadcast their interest (``PublishOptions/discoveryMode``).
     /// - Throws: `NearbyError`: `NearbyError.Code.messageTooLarge` over 102,400 bytes,
     ///   `NearbyError.Code.invalidMessageLabel` for `*` in the namespace or type,
-    ///   `NearbyError.Code.consentNotGranted`, `.invalidArgument` for a strategy without broadcast,
-    ///   `.mediumUnavailable` / `NearbyError.Code.bluetoothUnavailable` when no medium can advertise.
+    ///   `NearbyError.Code.consentNotGranted`, `.invalidArgument` for an empty discovery mode (or plain endpoint
+    ///   info without broadcast), `.mediumUnavailable` / `NearbyError.Code.bluetoothUnavailable` when no medium
+    ///   can advertise or discover.
     public func publish(_ message: Message, options: PublishOptions = PublishOptions()) async throws -> Publication {
         try message.validate()
         if options.plainEndpointInfo {
@@ -141,9 +145,7 @@ public final class MessageManager: Sendable {
                     "plain endpoint info needs 1 to 131 bytes of content in the default namespace and type")
             }
         }
-        guard options.strategy.mode.contains(.broadcast) else {
-            throw NearbyError(.invalidArgument, "a publication needs a strategy that broadcasts")
-        }
+        try Self.checkMode(options.strategy.mode, plain: options.plainEndpointInfo)
         try validateAudio(options)
         try await ensureConsent()
         let connections = try makeConnectionManager(options.strategy.mediums, purpose: "publish")
@@ -153,16 +155,16 @@ public final class MessageManager: Sendable {
     /// Subscribes to messages (and, with ``DeviceTypes/bleBeacons``, beacons) until the returned subscription is
     /// cancelled or released, or its TTL runs out. Found and lost are delivered to `onFound` / `onLost` and to
     /// every iterator of the subscription.
-    /// - Throws: `NearbyError`: `NearbyError.Code.consentNotGranted`, `.invalidArgument` for a
-    ///   strategy without scan, `NearbyError.Code.bluetoothUnavailable` / `.mediumUnavailable` when
+    /// In discovery mode `.broadcast` the subscription advertises its interest and takes the messages publications
+    /// in mode `.scan` deliver (``SubscribeOptions/discoveryMode``).
+    /// - Throws: `NearbyError`: `NearbyError.Code.consentNotGranted`, `.invalidArgument` for an
+    ///   empty discovery mode, `NearbyError.Code.bluetoothUnavailable` / `.mediumUnavailable` when
     ///   nothing can be discovered with.
     public func subscribe(
         options: SubscribeOptions = SubscribeOptions(), onFound: (@Sendable (Message) -> Void)? = nil,
         onLost: (@Sendable (Message) -> Void)? = nil
     ) async throws -> Subscription {
-        guard options.strategy.mode.contains(.scan) else {
-            throw NearbyError(.invalidArgument, "a subscription needs a strategy that scans")
-        }
+        try Self.checkMode(options.strategy.mode, plain: false)
         try await ensureConsent()
         let subscription = Subscription(options: options, owner: self, onFound: onFound, onLost: onLost)
         var started = false
@@ -170,7 +172,7 @@ public final class MessageManager: Sendable {
         if options.deviceTypes.contains(.nearbyDevices) {
             do {
                 let connections = try makeConnectionManager(options.strategy.mediums, purpose: "subscribe")
-                try await subscription.startDiscovery(connections)
+                try await subscription.startDiscovery(connections, mode: options.strategy.mode)
                 started = true
             } catch let error as NearbyError where options.deviceTypes.contains(.bleBeacons) {
                 logger.warning("cannot discover nearby devices", metadata: ["error": "\(error)"])
@@ -223,6 +225,7 @@ public final class MessageManager: Sendable {
         for kind in wanted.transportKinds {
             do {
                 mediums.append(try mediumProvider(kind, logger))
+                if kind == .wifiLAN { radio.watchMDNS(logger: logger) }
             } catch {
                 let nearby = (error as? NearbyError) ?? NearbyError(.mediumUnavailable, "\(kind) unavailable", cause: error)
                 failures.append(nearby)
@@ -245,5 +248,6 @@ public final class MessageManager: Sendable {
         case .ble: onBluetoothProblem(error)
         case .wifiLAN: onMDNSProblem(error)
         }
+        radio.problem(RadioStatus.Radio(medium), error)
     }
 }

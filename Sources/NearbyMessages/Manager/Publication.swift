@@ -11,11 +11,13 @@ public final class Publication: Sendable {
     public let message: Message
     /// The endpoint ID the message is advertised under.
     public var endpointID: String { connections.localEndpointID }
-    /// The mediums actually advertising.
+    /// The mediums actually advertising (none in discovery mode `.scan` alone).
     public let mediums: [MediumKind]
 
     private let connections: ConnectionManager
     private let advertiser: Advertiser
+    /// The delivery to interested subscriptions, in discovery mode `.scan`.
+    let delivery: PublicationDelivery?
     let tasks = LockedValue<[Task<Void, Never>]>([])
     /// The loop playing the audio token (Publication+Audio.swift), also in `tasks`.
     let audioPlayback = LockedValue<Task<Void, Never>?>(nil)
@@ -24,8 +26,12 @@ public final class Publication: Sendable {
     /// How long a subscriber may stay connected after it received the message.
     static let lingerLimit: Duration = .seconds(10)
 
-    private init(message: Message, connections: ConnectionManager, advertiser: Advertiser, mediums: [MediumKind]) {
+    private init(
+        message: Message, connections: ConnectionManager, advertiser: Advertiser, delivery: PublicationDelivery?,
+        mediums: [MediumKind]
+    ) {
         self.message = message
+        self.delivery = delivery
         self.connections = connections
         self.advertiser = advertiser
         self.mediums = mediums
@@ -44,10 +50,18 @@ public final class Publication: Sendable {
         let isLarge = if case .descriptor = envelope, !options.plainEndpointInfo { true } else { false }
         let clock = owner.clock
 
+        // Plain endpoint info is only advertised: a delivery needs the envelope.
+        let delivery = options.strategy.mode.contains(.scan) && !options.plainEndpointInfo
+            ? PublicationDelivery(
+                envelope: envelope.bytes, connections: connections,
+                publicationBroadcasts: options.strategy.mode.contains(.broadcast),
+                interval: options.redeliveryInterval, clock: clock, logger: logger)
+            : nil
         // Subscribe to the events before advertising so no request is missed.
         let events = connections.events
         let serving = Task { [logger] in
             for await event in events {
+                await delivery?.handle(event)
                 switch event {
                 case .connectionRequested(let id, let context, _, true):
                     if isLarge, case .fetchRequest? = try? MessageEnvelope.decode(context) {
@@ -77,24 +91,24 @@ public final class Publication: Sendable {
         }
 
         let advertiser = Advertiser(connectionManager: connections)
-        let sessions: [any AdvertisingSession]
+        var sessions: [any AdvertisingSession] = []
         do {
-            sessions = try await advertiser.startAdvertising(using: Data(advertised))
+            if options.strategy.mode.contains(.broadcast) {
+                sessions = try await advertiser.startAdvertising(using: Data(advertised))
+            }
+            try await delivery?.start()
         } catch {
             serving.cancel()
             await connections.shutdown()
             if let nearby = error as? NearbyError, nearby.code == .mediumUnavailable { owner.onMDNSProblem(nearby) }
             throw error
         }
-        for session in sessions {
-            if let problem = session.discoverabilityProblem {
-                owner.report(problem, medium: session.medium)
-            }
-        }
+        for session in sessions { owner.reportAdvertising(session) }
         logger.debug(
             "publishing", metadata: ["mediums": "\(sessions.map(\.medium))", "inline": "\(!isLarge)"])
         let publication = Publication(
-            message: message, connections: connections, advertiser: advertiser, mediums: sessions.map(\.medium))
+            message: message, connections: connections, advertiser: advertiser, delivery: delivery,
+            mediums: sessions.map(\.medium))
         publication.tasks.withLock { $0.append(serving) }
         if let audioToken { publication.startAudio(audioToken, owner: owner) }
         if let ttl = options.ttl {
@@ -119,6 +133,7 @@ public final class Publication: Sendable {
         guard stopped.withLock({ wasStopped in defer { wasStopped = true }; return !wasStopped }) else { return }
         for task in tasks.withLock({ $0 }) { task.cancel() }
         await waitForAudioToStop()
+        await delivery?.stop()
         await advertiser.stopAdvertisingAndWait()
         await connections.shutdown()
     }

@@ -38,6 +38,8 @@ public final class Subscription: AsyncSequence, Sendable {
     private let owner: MessageManager
     let clock: NearbyClock
     private let connections = LockedValue<(manager: ConnectionManager, discoverer: Discoverer)?>(nil)
+    /// The interest advertisement and the deliveries it gets, in discovery mode `.broadcast`.
+    let deliveries = LockedValue<SubscriptionDeliveries?>(nil)
     /// The endpoints whose advertisement was handled (whether or not it passed the filter) and those handled as
     /// gone, so a test knows every publication was considered before it checks what did not come through.
     let handledEndpoints = LockedValue<(found: Set<String>, lost: Set<String>)>(([], []))
@@ -102,10 +104,15 @@ public final class Subscription: AsyncSequence, Sendable {
 
     // MARK: - Starting
 
-    func startDiscovery(_ manager: ConnectionManager) async throws {
+    func startDiscovery(_ manager: ConnectionManager, mode: MessageStrategy.Mode) async throws {
         let events = manager.events
         let discoverer = Discoverer(connectionManager: manager)
         connections.withLock { $0 = (manager, discoverer) }
+        let broadcasting = mode.contains(.broadcast)
+            ? SubscriptionDeliveries(
+                connections: manager, subscriberScans: mode.contains(.scan), options: options, logger: logger)
+            : nil
+        deliveries.withLock { $0 = broadcasting }
         let task = Task { [weak self] in
             for await event in events {
                 guard let self else { return }
@@ -114,14 +121,17 @@ public final class Subscription: AsyncSequence, Sendable {
         }
         tasks.withLock { $0.append(task) }
         do {
-            try await discoverer.startDiscovery()
+            if mode.contains(.scan) { try await discoverer.startDiscovery() }
+            if let broadcasting {
+                for session in try await broadcasting.start() { owner.reportAdvertising(session) }
+            }
         } catch {
             task.cancel()
             await manager.shutdown()
             connections.withLock { $0 = nil }
             throw error
         }
-        logger.debug("discovering publications")
+        logger.debug("discovering publications", metadata: ["mode": "\(mode.rawValue)"])
     }
 
     func startBeaconScan(_ source: any AdvertisingReportSource) {
@@ -170,6 +180,7 @@ public final class Subscription: AsyncSequence, Sendable {
         state.withLock { $0.timers.cancelAll(); $0.audio?.timers.cancelAll() }
         for task in tasks.withLock({ $0 }) { task.cancel() }
         fanOut.finish()
+        await deliveries.withLock({ $0 })?.stop()
         if let (manager, discoverer) = connections.withLock({ $0 }) {
             await discoverer.stopDiscoveryAndWait()
             await manager.shutdown()
@@ -180,8 +191,10 @@ public final class Subscription: AsyncSequence, Sendable {
         state.withLock { $0.timers.cancelAll(); $0.audio?.timers.cancelAll() }
         for task in tasks.withLock({ $0 }) { task.cancel() }
         fanOut.finish()
+        let deliveries = self.deliveries.withLock { $0 }
         if let (manager, discoverer) = connections.withLock({ $0 }) {
             Task {
+                await deliveries?.stop()
                 await discoverer.stopDiscoveryAndWait()
                 await manager.shutdown()
             }
@@ -197,6 +210,9 @@ public final class Subscription: AsyncSequence, Sendable {
             case .endpointLost(let id): handledEndpoints.withLock { _ = $0.lost.insert(id) }
             default: break
             }
+        }
+        if let deliveries = deliveries.withLock({ $0 }), await deliveries.handle(event, subscription: self, manager: manager) {
+            return
         }
         switch event {
         case .endpointFound(let id, let tagged, _):

@@ -21,15 +21,20 @@ public struct MessageStrategy: Sendable, Hashable {
         }
     }
 
-    /// Broadcast, scan, or both.
+    /// Broadcast, scan, or both: Google's discovery mode (`GNSDiscoveryMode`, `Strategy.DISCOVERY_MODE_*`).
+    ///
+    /// Two sides find each other when one broadcasts and the other scans. A publication that broadcasts advertises
+    /// its message; one that scans finds subscriptions that broadcast their interest and delivers the message to
+    /// them. A subscription that scans finds advertised messages; one that broadcasts advertises its interest and
+    /// takes deliveries. See `docs/MESSAGES-DISCOVERY-MODES.md`.
     public struct Mode: OptionSet, Sendable, Hashable {
         /// The raw bits (Google's values: broadcast 1, scan 2).
         public let rawValue: Int
         /// Creates a mode from its bits.
         public init(rawValue: Int) { self.rawValue = rawValue }
-        /// Make this device's publications discoverable.
+        /// Be discoverable: a publication advertises its message, a subscription advertises its interest.
         public static let broadcast = Mode(rawValue: 1 << 0)
-        /// Look for other devices' publications.
+        /// Discover: a subscription looks for advertised messages, a publication looks for interested subscriptions.
         public static let scan = Mode(rawValue: 1 << 1)
         /// Both (the default).
         public static let both: Mode = [.broadcast, .scan]
@@ -38,8 +43,7 @@ public struct MessageStrategy: Sendable, Hashable {
     /// The mediums; default all. Mediums this build or machine cannot use are reported through the manager's
     /// handlers and skipped.
     public var mediums: Mediums
-    /// The mode; default both. Publications need `.broadcast`, subscriptions need `.scan` (this port carries the
-    /// message itself, not a pairing token, so the publisher must be the one that is discovered).
+    /// The discovery mode; default both. It must not be empty.
     public var mode: Mode
 
     /// Creates a strategy.
@@ -117,6 +121,16 @@ public struct PublishOptions: Sendable {
         self.onExpired = onExpired
         self.plainEndpointInfo = plainEndpointInfo
     }
+
+    /// The discovery mode, `strategy.mode`: `.broadcast` advertises the message, `.scan` delivers it to
+    /// subscriptions that broadcast their interest; default both.
+    public var discoveryMode: MessageStrategy.Mode {
+        get { strategy.mode }
+        set { strategy.mode = newValue }
+    }
+
+    /// Time between two deliveries to one interested subscription, in `.scan` mode.
+    package var redeliveryInterval: Duration = .seconds(5)
 }
 
 /// Options of a subscription.
@@ -155,4 +169,14 @@ public struct SubscribeOptions: Sendable {
         self.lostAfter = lostAfter
         self.onExpired = onExpired
     }
+
+    /// The discovery mode, `strategy.mode`: `.scan` finds advertised messages, `.broadcast` advertises this
+    /// subscription's interest so that publications that scan deliver to it; default both.
+    public var discoveryMode: MessageStrategy.Mode {
+        get { strategy.mode }
+        set { strategy.mode = newValue }
+    }
+
+    /// How long a delivered message stays found without a new delivery (publications deliver again every 5 s).
+    package var deliveryLifetime: Duration = .seconds(15)
 }
