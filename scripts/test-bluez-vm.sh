@@ -18,7 +18,10 @@
 #   (h) our kernel L2CAP sockets (nearby-l2cap-probe send bluez, in the guest) connect to our user-space host's
 #       channel server on a dynamic PSM (nearby-l2cap-probe serve, on the host) and large SDUs echo both ways;
 #   (i) our kernel L2CAP server on a dynamic PSM (nearby-l2cap-probe serve bluez, in the guest) accepts a channel
-#       from our user-space host on the host (nearby-l2cap-probe send tcp:...) and large SDUs echo both ways.
+#       from our user-space host on the host (nearby-l2cap-probe send tcp:...) and large SDUs echo both ways;
+#   (j) `nearby advertise --medium ble --hci bluez` in the guest (BlueZGAP: LEAdvertisingManager1 + kernel L2CAP
+#       server) is found by our user-space host's `nearby send --medium ble --hci tcp:...` on the host, which sends
+#       bytes and a 20 kB file over L2CAP (--no-upgrade); the guest checks both payloads arrived.
 # Prints one "ok"/"FAIL" line per test with its time; exits non-zero when any fails.
 # NEARBY_BLUEZ_VM_GUEST_CMD replaces the guest's command (for debugging, e.g. a script that starts btmon first).
 #
@@ -121,6 +124,81 @@ check_bluez_dbus_on_host() {
             ((rc != 0)) || rc=1
         fi
     done
+}
+
+# --- BlueZ-backed nearby advertise (test j) --------------------------------------------------------------------
+j_service=com.example.bluez.j
+j_bytes="hello from the user-space host"
+
+# In the guest (after i; uses report/since/now of the guest block below): drop LE links (the virtual controller
+# does not advertise next to a connection), advertise through BlueZ, tell the host (j-ready in the run folder),
+# and wait for the bytes and the file.
+bluez_nearby_guest_test() {
+    local started ok=0 out=/tmp/j-advertise.out links address kind type pid
+    started="$(now)"
+    for ((i = 0; i < 50; i++)); do
+        links="$(script -qc 'btmgmt con' /dev/null | tr -d '\r' | grep -iE 'type (LE|le)' || true)"
+        [[ -n "$links" ]] || break
+        while read -r address _ _ kind _; do
+            [[ "${kind,,}" == random ]] && type=2 || type=1
+            btmgmt disconnect -t "$type" "$address" >/dev/null 2>&1 || true
+        done <<<"$links"
+        sleep 0.2
+    done
+    mkdir -p /tmp/j-inbox
+    timeout 60 "${NEARBY_BIN:-.build/debug/nearby}" advertise --service-id "$j_service" --name vmj --accept --json \
+        --medium ble --hci bluez --no-upgrade --receive-dir /tmp/j-inbox >"$out" 2>/tmp/j-advertise.log &
+    pid=$!
+    for ((i = 0; i < 300; i++)); do
+        grep -q '"discoverable":true' "$out" 2>/dev/null && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if grep -q '"discoverable":true' "$out"; then
+        touch "$NEARBY_BLUEZ_VM_OUT/j-ready"
+        for ((i = 0; i < 500; i++)); do
+            # JSON keys are sorted: "sha256" comes before "type".
+            grep '"payload_received"' "$out" | grep -q '"type":"bytes"' &&
+                grep '"payload_received"' "$out" | grep -q "\"sha256\":\"$NEARBY_J_FILE_SHA256\"" && { ok=1; break; }
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+    fi
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    report "j: BlueZ-backed nearby advertise receives bytes and a 20 kB file from our user-space host's nearby send" \
+        "$ok" "$started" "[$(grep -c '"payload_received"' "$out") payloads received, file sha256 ${NEARBY_J_FILE_SHA256:0:12}...]"
+    ((ok)) || { cat "$out" /tmp/j-advertise.log >&2; }
+}
+
+# On the host: once the guest says j-ready, `nearby send` from our user-space host on controller $1.
+start_bluez_nearby_sender() {
+    head -c 20000 /dev/urandom >"$work/j.bin"
+    NEARBY_J_FILE_SHA256="$(sha256sum "$work/j.bin" | cut -d' ' -f1)"
+    export NEARBY_J_FILE_SHA256
+    (
+        for ((i = 0; i < 3000; i++)); do
+            for run in .build-vm/runs/run.*; do
+                [[ -f "$run/j-ready" ]] && ! grep -qxF "$run" <<<"$known_runs" || continue
+                exec timeout 50 "$nearby" send --service-id "$j_service" --to-name vmj --name hostj --accept --json \
+                    --bytes "$j_bytes" --file "$work/j.bin" --medium ble --hci "tcp:127.0.0.1:$1" --no-upgrade \
+                    --timeout 45
+            done
+            sleep 0.1
+        done
+        echo "FAIL no j-ready from the guest"
+    ) >"$work/j-send.out" 2>"$work/j-send.log" &
+    pids+=($!)
+}
+
+# On the host, after the guest: the sender sent both payloads (the guest checked what arrived). Sets rc on failure.
+check_bluez_nearby_on_host() {
+    if [[ "$(grep -c '"payload_sent"' "$work/j-send.out")" == 2 ]]; then
+        echo "ok   j (host side): nearby send sent 2 payloads over BLE to the guest's BlueZ-backed advertiser" >&2
+    else
+        echo "FAIL j (host side): $(tr '\n' ' ' <"$work/j-send.out") / $(tail -n 5 "$work/j-send.log" | tr '\n' ' ')" >&2
+        ((rc != 0)) || rc=1
+    fi
 }
 
 # --- inside the guest ---------------------------------------------------------------------------------------
@@ -243,6 +321,7 @@ if [[ "${1:-}" == --guest ]]; then
     btmgmt advertising off >/dev/null 2>&1 || true
     report "i: our kernel L2CAP server (dynamic PSM ${psm:-?}) echoes large SDUs to our user-space host" "$ok" \
         "$started" "[$(tr '\n' ' ' </tmp/kernel-serve.out)]"
+    bluez_nearby_guest_test
     exit $((failures > 0))
 fi
 
@@ -286,11 +365,12 @@ wait_for() {
 total_started="$(now)"
 # Linked controllers: 0 for the guest's BlueZ, 1 for nearby advertise, 2 for the Bumble echo server, 3 and 4 for
 # the Bumble scanner and advertiser of the NearbyBlueZ tests (e-g), 5 and 6 for nearby-l2cap-probe's server and
-# client (tests h and i).
-"$python" Tests/BLE/controllers.py 7 --enhanced-connection-complete >"$work/controllers.out" 2>"$work/controllers.log" &
+# client (tests h and i), 7 for nearby send to the guest's BlueZ-backed nearby advertise (test j).
+"$python" Tests/BLE/controllers.py 8 --enhanced-connection-complete >"$work/controllers.out" 2>"$work/controllers.log" &
 pids+=($!)
 wait_for "$work/controllers.out" '^READY' "${pids[-1]}" 20
-read -r _ guest_port advertiser_port echo_port dbus_scanner_port dbus_beacon_port probe_server_port probe_client_port <"$work/controllers.out"
+read -r _ guest_port advertiser_port echo_port dbus_scanner_port dbus_beacon_port probe_server_port probe_client_port \
+    j_sender_port <"$work/controllers.out"
 
 "$nearby" advertise --service-id com.example.bluez.vm --name vmrig --accept --json --medium ble \
     --hci "tcp:127.0.0.1:$advertiser_port" >"$work/advertise.out" 2>"$work/advertise.log" &
@@ -329,6 +409,7 @@ known_runs="$(ls -d .build-vm/runs/run.* 2>/dev/null || true)"
     echo "FAIL no kernel-psm from the guest"
 ) >"$work/probe-send.out" 2>&1 &
 pids+=($!)
+start_bluez_nearby_sender "$j_sender_port"
 
 echo "test-bluez-vm: host side ready in $(since "$total_started") s; booting the guest" >&2
 set +e
@@ -341,6 +422,7 @@ if ! kill -0 "${pids[1]}" 2>/dev/null; then
     ((rc != 0)) || rc=1
 fi
 check_bluez_dbus_on_host
+check_bluez_nearby_on_host
 if grep -q '^ok ' "$work/probe-send.out" && grep -q '^served' "$work/probe-serve.out"; then
     echo "ok   h/i (host side): $(grep '^served' "$work/probe-serve.out"); $(grep '^ok ' "$work/probe-send.out")"
 else
@@ -349,7 +431,7 @@ else
 fi
 echo "test-bluez-vm: $( ((rc == 0)) && echo passed || echo "FAILED ($rc)") in $(since "$total_started") s" >&2
 if ((rc != 0)); then
-    for f in advertise.log echo.out controllers.log probe-serve.out probe-send.out dbus-beacon.out; do
+    for f in advertise.log echo.out controllers.log probe-serve.out probe-send.out dbus-beacon.out j-send.out j-send.log; do
         printf -- '--- %s (last 20 lines)\n' "$f" >&2
         tail -n 20 "$work/$f" >&2
     done
