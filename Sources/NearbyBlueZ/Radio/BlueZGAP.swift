@@ -115,11 +115,16 @@ package actor BlueZGAP: BlueZGAPProvider {
             let scanner: BlueZScanner
             let reports: AsyncStream<BlueZScanReport>
             do {
+                try await self.open(adapter: name)
                 let adapter = try await self.followed(name)
                 scanner = BlueZScanner(adapter: adapter, logger: self.logger)
                 reports = try await scanner.start(filter: BlueZDiscoveryFilter(duplicateData: true))
-            } catch {
+            } catch let error as NearbyError where error.code.rawValue == "bluetoothUnavailable" {
                 continuation.finish(throwing: error)
+                return
+            } catch {
+                continuation.finish(throwing: NearbyError(
+                    NearbyError.Code(rawValue: "bluetoothUnavailable"), "BlueZ discovery on \(name) failed", cause: error))
                 return
             }
             for await report in reports {
