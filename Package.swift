@@ -108,6 +108,7 @@ let package = Package(
                 "NearbyCore",
                 "NearbyWiFiLAN",
                 "NearbyBLE",
+                "NearbyBlueZ",
                 "NearbyWire",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -279,14 +280,16 @@ let package = Package(
             providers: [.apt(["libdbus-1-dev"])]
         ),
         // BlueZ over D-Bus (docs/BLUEZ-BACKEND.md): a small D-Bus layer on libdbus with its main loop on dispatch
-        // sources, and BlueZ's adapter, advertising and discovery on top. Independent of NearbyBLE's types.
+        // sources, and BlueZ's adapter, advertising and discovery on top; BlueZGAP plugs it into NearbyBLE's BlueZRadio.
         .target(
             name: "NearbyBlueZ",
-            dependencies: ["CDBus", "NearbyWire", "NearbyCore", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "CDBus", "NearbyWire", "NearbyCore", "NearbyBLE", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "NearbyBlueZTests",
-            dependencies: ["NearbyBlueZ", "NearbyWire", "NearbyTestSupport"]
+            dependencies: ["NearbyBlueZ", "NearbyBLE", "NearbyWire", "NearbyTestSupport"]
         ),
         // A small CLI driving NearbyBlueZ, run inside the BlueZ VM rig (scripts/test-bluez-vm.sh).
         .executableTarget(

@@ -18,7 +18,10 @@
 #   (h) our kernel L2CAP sockets (nearby-l2cap-probe send bluez, in the guest) connect to our user-space host's
 #       channel server on a dynamic PSM (nearby-l2cap-probe serve, on the host) and large SDUs echo both ways;
 #   (i) our kernel L2CAP server on a dynamic PSM (nearby-l2cap-probe serve bluez, in the guest) accepts a channel
-#       from our user-space host on the host (nearby-l2cap-probe send tcp:...) and large SDUs echo both ways.
+#       from our user-space host on the host (nearby-l2cap-probe send tcp:...) and large SDUs echo both ways;
+#   (j) `nearby advertise --medium ble --hci bluez` in the guest (BlueZGAP: LEAdvertisingManager1 + kernel L2CAP
+#       server) is found by our user-space host's `nearby send --medium ble --hci tcp:...` on the host, which sends
+#       bytes and a 20 kB file over L2CAP (--no-upgrade); the guest checks both payloads arrived.
 # Prints one "ok"/"FAIL" line per test with its time; exits non-zero when any fails.
 # NEARBY_BLUEZ_VM_GUEST_CMD replaces the guest's command (for debugging, e.g. a script that starts btmon first).
 #
@@ -122,6 +125,10 @@ check_bluez_dbus_on_host() {
         fi
     done
 }
+
+# Test j (a BlueZ-backed nearby advertise in the guest, nearby send from the host): its functions.
+# shellcheck source=scripts/test-bluez-vm-nearby.sh
+source "$repo_root/scripts/test-bluez-vm-nearby.sh"
 
 # --- inside the guest ---------------------------------------------------------------------------------------
 if [[ "${1:-}" == --guest ]]; then
@@ -243,6 +250,7 @@ if [[ "${1:-}" == --guest ]]; then
     btmgmt advertising off >/dev/null 2>&1 || true
     report "i: our kernel L2CAP server (dynamic PSM ${psm:-?}) echoes large SDUs to our user-space host" "$ok" \
         "$started" "[$(tr '\n' ' ' </tmp/kernel-serve.out)]"
+    bluez_nearby_guest_test
     exit $((failures > 0))
 fi
 
@@ -286,11 +294,12 @@ wait_for() {
 total_started="$(now)"
 # Linked controllers: 0 for the guest's BlueZ, 1 for nearby advertise, 2 for the Bumble echo server, 3 and 4 for
 # the Bumble scanner and advertiser of the NearbyBlueZ tests (e-g), 5 and 6 for nearby-l2cap-probe's server and
-# client (tests h and i).
-"$python" Tests/BLE/controllers.py 7 --enhanced-connection-complete >"$work/controllers.out" 2>"$work/controllers.log" &
+# client (tests h and i), 7 for nearby send to the guest's BlueZ-backed nearby advertise (test j).
+"$python" Tests/BLE/controllers.py 8 --enhanced-connection-complete >"$work/controllers.out" 2>"$work/controllers.log" &
 pids+=($!)
 wait_for "$work/controllers.out" '^READY' "${pids[-1]}" 20
-read -r _ guest_port advertiser_port echo_port dbus_scanner_port dbus_beacon_port probe_server_port probe_client_port <"$work/controllers.out"
+read -r _ guest_port advertiser_port echo_port dbus_scanner_port dbus_beacon_port probe_server_port probe_client_port \
+    j_sender_port <"$work/controllers.out"
 
 "$nearby" advertise --service-id com.example.bluez.vm --name vmrig --accept --json --medium ble \
     --hci "tcp:127.0.0.1:$advertiser_port" >"$work/advertise.out" 2>"$work/advertise.log" &
@@ -329,6 +338,7 @@ known_runs="$(ls -d .build-vm/runs/run.* 2>/dev/null || true)"
     echo "FAIL no kernel-psm from the guest"
 ) >"$work/probe-send.out" 2>&1 &
 pids+=($!)
+start_bluez_nearby_sender "$j_sender_port"
 
 echo "test-bluez-vm: host side ready in $(since "$total_started") s; booting the guest" >&2
 set +e
@@ -341,6 +351,7 @@ if ! kill -0 "${pids[1]}" 2>/dev/null; then
     ((rc != 0)) || rc=1
 fi
 check_bluez_dbus_on_host
+check_bluez_nearby_on_host
 if grep -q '^ok ' "$work/probe-send.out" && grep -q '^served' "$work/probe-serve.out"; then
     echo "ok   h/i (host side): $(grep '^served' "$work/probe-serve.out"); $(grep '^ok ' "$work/probe-send.out")"
 else
@@ -349,7 +360,7 @@ else
 fi
 echo "test-bluez-vm: $( ((rc == 0)) && echo passed || echo "FAILED ($rc)") in $(since "$total_started") s" >&2
 if ((rc != 0)); then
-    for f in advertise.log echo.out controllers.log probe-serve.out probe-send.out dbus-beacon.out; do
+    for f in advertise.log echo.out controllers.log probe-serve.out probe-send.out dbus-beacon.out j-send.out j-send.log; do
         printf -- '--- %s (last 20 lines)\n' "$f" >&2
         tail -n 20 "$work/$f" >&2
     done

@@ -1,5 +1,6 @@
 import Logging
 import NearbyBLE
+import NearbyBlueZ
 import NearbyCore
 import NearbyWiFiLAN
 import NearbyWire
@@ -33,11 +34,21 @@ package struct MediumFactory: Sendable {
             switch bluetoothController.radio {
             case .userSpace(let transport):
                 return BLEMedium(configuration: .init(transport: transport), logger: logger)
-            case .bluez(let adapter):
-                // Channels through the kernel's L2CAP sockets; advertising and scanning need the BlueZ D-Bus layer,
-                // which is not plugged in here yet (BlueZRadio then throws a bluetoothUnavailable error saying so).
-                return BLEMedium(radio: BlueZRadio(adapter: adapter, logger: logger), logger: logger)
+            case .bluez:
+                return BLEMedium(radio: Self.radio(bluetoothController.radio, logger: logger), logger: logger)
             }
+        }
+    }
+
+    /// The radio `spec` names: the user-space host on its transport, or BlueZ with channels through the kernel's
+    /// L2CAP sockets and advertising, scanning and adapter state through `bluetoothd` on the system bus
+    /// (NearbyBlueZ's `BlueZGAP`).
+    package static func radio(_ spec: BLERadioSpec, logger: Logger) -> any BLERadio {
+        switch spec {
+        case .userSpace:
+            return spec.makeRadio(logger: logger)
+        case .bluez:
+            return spec.makeRadio(bluezGAP: BlueZGAP(logger: logger), logger: logger)
         }
     }
 

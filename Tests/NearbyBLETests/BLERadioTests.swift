@@ -140,8 +140,8 @@ struct BLERadioTests {
         #expect(try #require(throws: NearbyError.self) { try BLERadioSpec(parsing: "bogus") }.message.contains("bluez"))
     }
 
-    @Test("BlueZ without its D-Bus layer: advertising and scanning fail with a clear bluetoothUnavailable error")
-    func bluezWithoutDBus() async throws {
+    @Test("BlueZ without bluetoothd (the test network's private system bus): advertising and scanning fail with a clear bluetoothUnavailable error")
+    func bluezWithoutDaemon() async throws {
         let medium = try MediumFactory(bluetoothController: BluetoothController("bluez"), logger: Logger(label: "test"))
             .driver(for: .ble)
         let error = await #expect(throws: NearbyError.self) {
@@ -149,10 +149,18 @@ struct BLERadioTests {
                 AdvertisingRequest(serviceID: "s", endpointID: "ABCD", endpointInfo: [1], pcp: .p2pCluster)) { _ in }
         }
         #expect(error?.code == .bluetoothUnavailable)
-        #expect(error?.message.contains("BlueZ advertising needs") == true)
+        #expect(error?.message.contains("BlueZ") == true)
         var events = medium.discover(serviceID: "s", pcp: .p2pCluster).makeAsyncIterator()
         let scanError = await #expect(throws: NearbyError.self) { _ = try await events.next() }
         #expect(scanError?.code == .bluetoothUnavailable)
+        #expect(scanError?.message.contains("BlueZ") == true)
+        // Without the D-Bus layer (BlueZRadio alone), the error says so.
+        let bare = BLEMedium(radio: BlueZRadio(adapter: "hci0"), logger: Logger(label: "test"))
+        let bareError = await #expect(throws: NearbyError.self) {
+            _ = try await bare.startAdvertising(
+                AdvertisingRequest(serviceID: "s", endpointID: "ABCD", endpointInfo: [1], pcp: .p2pCluster)) { _ in }
+        }
+        #expect(bareError?.message.contains("BlueZ advertising needs") == true)
     }
 
     @Test("sockaddr_l2 carries the PSM little-endian, the address in HCI order and the LE address type")

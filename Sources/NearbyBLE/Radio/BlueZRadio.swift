@@ -17,6 +17,13 @@ package protocol BlueZGAPProvider: Sendable {
     func scan(adapter: String, preset: ScanPreset) -> AsyncThrowingStream<AdvertisingReport, any Error>
     /// The adapter's state (powered, removed, `bluetoothd` gone, rfkill), current first.
     func states(adapter: String) -> AsyncStream<BLERadioState>
+    /// Releases the D-Bus connection (stops advertising and scanning); a later call opens it again.
+    func shutdown() async
+}
+
+extension BlueZGAPProvider {
+    /// Nothing to release.
+    package func shutdown() async {}
 }
 
 /// The ``BLERadio`` of the system's Bluetooth stack: L2CAP LE credit-based channels through the kernel's sockets
@@ -109,8 +116,10 @@ package final class BlueZRadio: BLERadio {
         return gap.states(adapter: adapter)
     }
 
-    /// Nothing to release: servers and channels are closed by their owners.
-    package func shutdown() async {}
+    /// Releases the D-Bus layer's connection; servers and channels are closed by their owners.
+    package func shutdown() async {
+        await gap?.shutdown()
+    }
 }
 
 extension BLERadio where Self == BlueZRadio {

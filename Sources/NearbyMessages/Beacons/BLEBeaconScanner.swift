@@ -1,5 +1,6 @@
 import Logging
 import NearbyBLE
+import NearbyConnections
 import NearbyWire
 
 /// Beacon scanning on a Bluetooth LE radio (NearbyBLE's `BLERadio`): our user-space HCI host on a controller, or
@@ -30,7 +31,7 @@ public struct BLEBeaconScanner: AdvertisingReportSource {
         let spec = self.radio
         let logger = self.logger
         let task = Task {
-            let radio = spec.makeRadio(logger: logger)
+            let radio = MediumFactory.radio(spec, logger: logger)
             do {
                 try await radio.open()
             } catch {

@@ -1,0 +1,80 @@
+# Sourced by scripts/test-bluez-vm.sh (on the host and in the guest): test j, a BlueZ-backed `nearby advertise`
+# (--hci bluez: BlueZGAP advertising through LEAdvertisingManager1, a kernel L2CAP server) in the guest that our
+# user-space host's `nearby send --hci tcp:...` on the host finds and sends bytes and a 20 kB file to.
+# Uses the caller's now/since/report (guest) and work/pids/nearby/known_runs/rc (host).
+# shellcheck shell=bash
+
+# --- BlueZ-backed nearby advertise (test j) --------------------------------------------------------------------
+j_service=com.example.bluez.j
+j_bytes="hello from the user-space host"
+
+# In the guest (after i; uses report/since/now of the guest block below): drop LE links (the virtual controller
+# does not advertise next to a connection), advertise through BlueZ, tell the host (j-ready in the run folder),
+# and wait for the bytes and the file.
+bluez_nearby_guest_test() {
+    local started ok=0 out=/tmp/j-advertise.out links address kind type pid
+    started="$(now)"
+    for ((i = 0; i < 50; i++)); do
+        links="$(script -qc 'btmgmt con' /dev/null | tr -d '\r' | grep -iE 'type (LE|le)' || true)"
+        [[ -n "$links" ]] || break
+        while read -r address _ _ kind _; do
+            [[ "${kind,,}" == random ]] && type=2 || type=1
+            btmgmt disconnect -t "$type" "$address" >/dev/null 2>&1 || true
+        done <<<"$links"
+        sleep 0.2
+    done
+    mkdir -p /tmp/j-inbox
+    timeout 60 "${NEARBY_BIN:-.build/debug/nearby}" advertise --service-id "$j_service" --name vmj --accept --json \
+        --medium ble --hci bluez --no-upgrade --receive-dir /tmp/j-inbox >"$out" 2>/tmp/j-advertise.log &
+    pid=$!
+    for ((i = 0; i < 300; i++)); do
+        grep -q '"discoverable":true' "$out" 2>/dev/null && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if grep -q '"discoverable":true' "$out"; then
+        touch "$NEARBY_BLUEZ_VM_OUT/j-ready"
+        for ((i = 0; i < 500; i++)); do
+            # JSON keys are sorted: "sha256" comes before "type".
+            grep '"payload_received"' "$out" | grep -q '"type":"bytes"' &&
+                grep '"payload_received"' "$out" | grep -q "\"sha256\":\"$NEARBY_J_FILE_SHA256\"" && { ok=1; break; }
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+    fi
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    report "j: BlueZ-backed nearby advertise receives bytes and a 20 kB file from our user-space host's nearby send" \
+        "$ok" "$started" "[$(grep -c '"payload_received"' "$out") payloads received, file sha256 ${NEARBY_J_FILE_SHA256:0:12}...]"
+    ((ok)) || { cat "$out" /tmp/j-advertise.log >&2; }
+}
+
+# On the host: once the guest says j-ready, `nearby send` from our user-space host on controller $1.
+start_bluez_nearby_sender() {
+    head -c 20000 /dev/urandom >"$work/j.bin"
+    NEARBY_J_FILE_SHA256="$(sha256sum "$work/j.bin" | cut -d' ' -f1)"
+    export NEARBY_J_FILE_SHA256
+    (
+        for ((i = 0; i < 3000; i++)); do
+            for run in .build-vm/runs/run.*; do
+                [[ -f "$run/j-ready" ]] && ! grep -qxF "$run" <<<"$known_runs" || continue
+                exec timeout 50 "$nearby" send --service-id "$j_service" --to-name vmj --name hostj --accept --json \
+                    --bytes "$j_bytes" --file "$work/j.bin" --medium ble --hci "tcp:127.0.0.1:$1" --no-upgrade \
+                    --timeout 45
+            done
+            sleep 0.1
+        done
+        echo "FAIL no j-ready from the guest"
+    ) >"$work/j-send.out" 2>"$work/j-send.log" &
+    pids+=($!)
+}
+
+# On the host, after the guest: the sender sent both payloads (the guest checked what arrived). Sets rc on failure.
+check_bluez_nearby_on_host() {
+    if [[ "$(grep -c '"payload_sent"' "$work/j-send.out")" == 2 ]]; then
+        echo "ok   j (host side): nearby send sent 2 payloads over BLE to the guest's BlueZ-backed advertiser" >&2
+    else
+        echo "FAIL j (host side): $(tr '\n' ' ' <"$work/j-send.out") / $(tail -n 5 "$work/j-send.log" | tr '\n' ' ')" >&2
+        ((rc != 0)) || rc=1
+    fi
+}
