@@ -6,7 +6,9 @@ import NearbyWire
 /// A private `dbus-daemon --session` for one test, listening in a temporary directory; stopped by its PID.
 final class PrivateBus: Sendable {
     let directory: URL
-    let process: Process
+    /// The daemon, started with `posix_spawn` (a long-running Foundation `Process` can stall the reporting of
+    /// every other child's exit in this test run: see `SpawnedProcess`).
+    let process: SpawnedProcess
     /// The bus address it printed.
     let address: String
 
@@ -16,15 +18,14 @@ final class PrivateBus: Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let output = directory.appendingPathComponent("address")
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        process.arguments = ["--session", "--nofork", "--nopidfile", "--print-address", "--address=unix:dir=\(directory.path)"]
-        process.standardOutput = try FileHandle(forWritingTo: output)
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        process = try SpawnedProcess(
+            "/usr/bin/dbus-daemon",
+            ["--session", "--nofork", "--nopidfile", "--print-address", "--address=unix:dir=\(directory.path)"],
+            outputPath: output.path)
         address = try await eventually(within: 20, "the private dbus-daemon to print its address") {
             let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-            return text.split(separator: "\n").first.map(String.init)
+            // stdout and stderr share the file: the address is the line that starts with the transport.
+            return text.split(separator: "\n").first { $0.hasPrefix("unix:") }.map(String.init)
         }
     }
 
@@ -33,13 +34,9 @@ final class PrivateBus: Sendable {
         try await DBusClient.connect(address: address)
     }
 
-    /// Stops the daemon (SIGKILL to its PID: it inherits the test runner's blocked SIGTERM) and removes its
-    /// directory.
+    /// Stops the daemon (SIGKILL to its PID) and removes its directory.
     func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        process.stopBlocking(signal: SIGKILL)
         try? FileManager.default.removeItem(at: directory)
     }
 }

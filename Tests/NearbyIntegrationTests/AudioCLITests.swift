@@ -32,13 +32,13 @@ extension WiFiLANIntegration {
                 #expect(publishing.description.contains("\"audio\""))
                 let found = try await subscriber.waitForEvent("message_found", timeout: 30)
                 #expect(found.string("message") == "same room")
-                // libpulse's client threads in this process do not block SIGCHLD, so while one runs, Foundation may
-                // miss a child's exit: the background stops before the publisher is asked to.
                 background.stop()
 
-                // The publisher's exit itself is not awaited: this harness has not seen it exit within 30 s here
-                // although it exits at once from a shell (docs/AUDIO-MEDIUM.md, "Not done"); teardown reaps it.
+                // The publisher stops on SIGTERM and exits 0. (This once went unseen: the private PulseAudio daemon
+                // was a Foundation `Process`, and pulseaudio closes the descriptors it inherits, which made
+                // Foundation block its child-reaping thread on it. It is spawned with `SpawnedProcess` now.)
                 publisher.signal(SIGTERM)
+                #expect(try await publisher.waitForExit(timeout: 30) == 0, "\(publisher.diagnostics)")
                 let lost = try await subscriber.waitForEvent("message_lost", timeout: 30)
                 #expect(lost.string("message") == "same room")
                 #expect(subscriber.events("audio_status").isEmpty, "\(subscriber.diagnostics)")

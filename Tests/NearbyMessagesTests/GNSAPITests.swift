@@ -95,6 +95,19 @@ struct GNSAPITests {
         await on.cancel()
     }
 
+    @Test("microphone problems of the audio medium reach microphonePermissionErrorHandler; speaker problems do not")
+    func microphoneHandler() throws {
+        let microphone = LockedValue<[Bool]>([])
+        let params = GNSMessageManagerParams()
+        params.microphonePermissionErrorHandler = { hasError in microphone.withLock { $0.append(hasError) } }
+        let manager = GNSMessageManager(messageManager: try testManager("gns-microphone"), params: params)
+        let report = try #require(manager.messageManager.audioStatusHandler)
+        report(AudioDeviceStatus(device: .microphone, hasError: true, problem: .permissionDenied))
+        report(AudioDeviceStatus(device: .speaker, hasError: true, problem: .deviceBusy))
+        report(AudioDeviceStatus(device: .microphone, hasError: false))
+        #expect(microphone.withLock { $0 } == [true, false])
+    }
+
     @Test("GNSPermission's changed handler hears consent granted and revoked by another process")
     func permissionAcrossProcesses() async throws {
         let directory = try temporaryDirectory("gns-permission")

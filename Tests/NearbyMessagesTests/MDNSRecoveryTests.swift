@@ -29,18 +29,15 @@ struct MDNSRecoveryTests {
         return !stat[close...].hasPrefix(") Z")
     }
 
-    static func startAvahi() throws -> Process {
+    /// Starts avahi-daemon again, as the test network script does. With `posix_spawn`, not Foundation's `Process`:
+    /// avahi-daemon closes the descriptors it inherits, and Foundation then takes it for exited and blocks its one
+    /// child-reaping thread in `waitpid` on it, so no later `Process` in this test run would ever be seen to exit.
+    static func startAvahi() throws -> SpawnedProcess {
         let environment = ProcessInfo.processInfo.environment
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/avahi-daemon")
-        process.arguments = ["--no-drop-root", "--no-chroot", "--no-rlimits", "-f", environment["NEARBY_TEST_AVAHI_CONF"]!]
-        if let log = environment["NEARBY_TEST_AVAHI_LOG"], let handle = FileHandle(forWritingAtPath: log) {
-            handle.seekToEndOfFile()
-            process.standardOutput = handle
-            process.standardError = handle
-        }
-        try process.run()
-        return process
+        return try SpawnedProcess(
+            "/usr/sbin/avahi-daemon",
+            ["--no-drop-root", "--no-chroot", "--no-rlimits", "-f", environment["NEARBY_TEST_AVAHI_CONF"]!],
+            outputPath: environment["NEARBY_TEST_AVAHI_LOG"])
     }
 
     @Test("avahi-daemon stopped: mDNS has an error at once; started again: cleared by the next advertisement, found again")

@@ -6,7 +6,9 @@ import NearbyWire
 /// `nearby.monitor`, is the source), a native-protocol socket in a temporary directory, no D-Bus, no config files.
 public final class PrivatePulseAudioServer: Sendable {
     public let directory: URL
-    public let process: Process
+    /// The daemon, started with `posix_spawn` (Foundation's `Process` would stall every other child's exit
+    /// report while it runs: see `SpawnedProcess`).
+    public let process: SpawnedProcess
     /// The server string for clients: `unix:<directory>/native`.
     public var server: String { "unix:" + directory.appendingPathComponent("native").path }
     /// The sink the daemon plays into.
@@ -24,21 +26,19 @@ public final class PrivatePulseAudioServer: Sendable {
         }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-pulse-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = [
-            "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no", "--log-target=stderr",
-            "-L", "module-null-sink sink_name=nearby",
-            "-L", "module-native-protocol-unix socket=\(directory.path)/native auth-anonymous=1",
-        ]
-        process.environment = [
-            "PATH": path, "HOME": directory.path, "XDG_RUNTIME_DIR": directory.path,
-            "XDG_CONFIG_HOME": directory.path,
-        ]
-        _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("log").path, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: directory.appendingPathComponent("log"))
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        let logPath = directory.appendingPathComponent("log").path
+        process = try SpawnedProcess(
+            executable,
+            [
+                "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no", "--log-target=stderr",
+                "-L", "module-null-sink sink_name=nearby",
+                "-L", "module-native-protocol-unix socket=\(directory.path)/native auth-anonymous=1",
+            ],
+            environment: [
+                "PATH": path, "HOME": directory.path, "XDG_RUNTIME_DIR": directory.path,
+                "XDG_CONFIG_HOME": directory.path,
+            ],
+            outputPath: logPath)
         let server = self.server
         let monitor = self.monitor
         _ = try await eventually(within: 20, "the private PulseAudio daemon to accept a recording stream") {
@@ -48,10 +48,7 @@ public final class PrivatePulseAudioServer: Sendable {
 
     /// Stops the daemon (by its PID) and removes its directory.
     public func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        process.stopBlocking()
         try? FileManager.default.removeItem(at: directory)
     }
 }

@@ -30,12 +30,17 @@ public final class GNSMessageManager: Sendable {
     }
 
     /// Wraps `messageManager` (tests: one on in-memory mediums); the error handlers of `params` are installed as its
-    /// `radioStatusHandler`.
+    /// `radioStatusHandler` and, for the microphone, its `audioStatusHandler`.
     package init(messageManager: MessageManager, params: GNSMessageManagerParams) {
         self.messageManager = messageManager
         radio = GNSRadioRouting(params)
         let radio = self.radio
         messageManager.radioStatusHandler = { radio.route($0) }
+        if let microphone = params.microphonePermissionErrorHandler {
+            messageManager.audioStatusHandler = { status in
+                if status.device == .microphone { microphone(status.hasError) }
+            }
+        }
     }
 
     /// Publishes `message` until the returned handle is released (or its TTL runs out): Google's

@@ -23,6 +23,11 @@ public typealias GNSPermissionRequestHandler = @Sendable (_ permissionHandler: @
 
 /// Google's `GNSMessageManagerParams`, set in the `paramsBlock` of `GNSMessageManager`.
 public final class GNSMessageManagerParams: @unchecked Sendable {
+    /// Called when the audio medium cannot use the microphone (permission denied, no source, source busy, no sound
+    /// server), and with `false` when it records again. Google's handler is for the permission alone; on Linux the
+    /// sound server often cannot tell a denied permission from a missing source, so every microphone problem counts
+    /// (`MessageManager.audioStatusHandler` has the detail).
+    public var microphonePermissionErrorHandler: GNSErrorStateHandler?
     /// Called when Bluetooth is off or missing, and with `false` when that has cleared.
     public var bluetoothPowerErrorHandler: GNSErrorStateHandler?
     /// Called when this process may not use Bluetooth, and with `false` when that has cleared.

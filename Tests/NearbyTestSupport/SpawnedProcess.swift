@@ -1,5 +1,5 @@
-import NearbyTestSupport
 import Foundation
+import NearbyCore
 
 #if canImport(Glibc)
 import Glibc
@@ -8,8 +8,9 @@ import Musl
 #endif
 
 /// A child process that could not be started.
-struct SpawnError: Error, CustomStringConvertible {
-    var description: String
+public struct SpawnError: Error, CustomStringConvertible {
+    /// What failed.
+    public var description: String
 }
 
 /// A child process for tests, started with `posix_spawn` and reaped with `waitpid`.
@@ -18,13 +19,14 @@ struct SpawnError: Error, CustomStringConvertible {
 /// child closes, so a long-running process spawned meanwhile (which inherits that socket too) hides the exit, and
 /// children inherit the test runner's blocked signals (SIGTERM included). Here the child gets an empty signal mask,
 /// default signal actions, stdin from /dev/null, stdout and stderr to one file, and no other descriptors.
-final class SpawnedProcess {
-    let pid: pid_t
-    private var status: Int32?
+public final class SpawnedProcess: Sendable {
+    /// The child's process ID.
+    public let pid: pid_t
+    private let status = LockedValue<Int32?>(nil)
 
     /// Starts `path` with `arguments`; `environment` defaults to this process's; output goes to `outputPath`
     /// (appended) or is discarded.
-    init(_ path: String, _ arguments: [String], environment: [String: String]? = nil, outputPath: String? = nil) throws {
+    public init(_ path: String, _ arguments: [String], environment: [String: String]? = nil, outputPath: String? = nil) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -67,29 +69,48 @@ final class SpawnedProcess {
     }
 
     /// The exit code (128 + signal number if it was killed), or `nil` while it runs.
-    var exitStatus: Int32? {
-        if status == nil {
-            var raw: Int32 = 0
-            if waitpid(pid, &raw, WNOHANG) == pid {
-                let signal = raw & 0x7F
-                status = signal == 0 ? (raw >> 8) & 0xFF : 128 + signal
+    public var exitStatus: Int32? {
+        status.withLock { status in
+            if status == nil {
+                var raw: Int32 = 0
+                if waitpid(pid, &raw, WNOHANG) == pid {
+                    let signal = raw & 0x7F
+                    status = signal == 0 ? (raw >> 8) & 0xFF : 128 + signal
+                }
             }
+            return status
         }
-        return status
     }
 
-    var isRunning: Bool { exitStatus == nil }
+    /// Whether the child has not exited yet.
+    public var isRunning: Bool { exitStatus == nil }
 
     /// Waits, bounded, for the process to exit, and returns its exit status.
-    func waitForExit(within seconds: Double = 10, _ what: String) async throws -> Int32 {
+    public func waitForExit(within seconds: Double = 10, _ what: String) async throws -> Int32 {
         try await eventually(within: seconds, what) { exitStatus }
     }
 
     /// Sends SIGKILL to the process (by its PID) and reaps it.
-    func kill() async {
+    public func kill() async {
         if isRunning {
             Glibc.kill(pid, SIGKILL)
         }
         _ = try? await waitForExit(within: 5, "process \(pid) to exit after SIGKILL")
+    }
+
+    /// Sends `signal` (by PID), then blocks until the child is reaped; after `seconds` it sends SIGKILL. For
+    /// synchronous teardown (a `defer`), where the async forms cannot be used.
+    public func stopBlocking(signal: Int32 = SIGTERM, seconds: Double = 5) {
+        guard isRunning else { return }
+        Glibc.kill(pid, signal)
+        let deadline = Date().addingTimeInterval(seconds)
+        while isRunning {
+            if Date() > deadline {
+                Glibc.kill(pid, SIGKILL)
+                while isRunning { usleep(10_000) }
+                return
+            }
+            usleep(10_000)
+        }
     }
 }
