@@ -1,4 +1,5 @@
 import Foundation
+import NearbyCore
 import NearbyPulseAudio
 import NearbyWire
 
@@ -54,10 +55,17 @@ public final class PrivatePulseAudioServer: Sendable {
 }
 
 /// Runs blocking `body` on a thread of its own (PulseAudio's simple API blocks) and returns its result.
+///
+/// The result also travels through a `LockedValue`, so ThreadSanitizer sees the hand-off from that thread to the
+/// caller (it does not see a continuation resumed on a Foundation thread, swiftlang/swift#57803).
 public func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
+    let handOff = LockedValue<Result<T, any Error>?>(nil)
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
         Thread.detachNewThread {
-            continuation.resume(with: Result { try body() })
+            let result = Result { try body() }
+            handOff.withLock { $0 = result }
+            continuation.resume()
         }
     }
+    return try handOff.withLock { $0! }.get()
 }
