@@ -83,12 +83,7 @@ struct PublishCommand: AsyncParsableCommand {
 
     @OptionGroup var common: CommonOptions
     @OptionGroup var messageOptions: MessageOptions
-
-    @Option(help: "The message text (UTF-8).")
-    var message: String?
-
-    @Option(name: .customLong("message-hex"), help: "The message content as hex bytes.")
-    var messageHex: String?
+    @OptionGroup var contentOptions: MessageContentOptions
 
     @Option(help: "Stop after this many seconds (default 300).")
     var ttl: Double = 300
@@ -97,7 +92,6 @@ struct PublishCommand: AsyncParsableCommand {
     var plain = false
 
     func validate() throws {
-        guard (message == nil) != (messageHex == nil) else { throw ValidationError("give exactly one of --message and --message-hex") }
         guard ttl > 0 else { throw ValidationError("--ttl must be positive") }
     }
 
@@ -106,12 +100,7 @@ struct PublishCommand: AsyncParsableCommand {
         let sink = ProblemSink()
         let (manager, strategy) = try common.makeMessageManager(askConsent: messageOptions.askConsent) { sink.report($0, fatal: $1) }
         manager.printAudioStatus(to: output)
-        let content: Data
-        if let message {
-            content = Data(message.utf8)
-        } else {
-            do { content = Data(try Hex.decode(messageHex ?? "")) } catch { throw ValidationError("--message-hex: \(error.message)") }
-        }
+        let content = Data(try contentOptions.content())
         let payload = Message(content: content, namespace: messageOptions.namespace, type: messageOptions.type)
         let expired = AsyncStream<Void>.makeStream()
         let publication: Publication

@@ -14,11 +14,7 @@ struct ServicePublishCommand: AsyncParsableCommand {
     @Option(name: .customLong("service-id"), help: "The service ID both sides use.")
     var serviceID: String
 
-    @Option(help: "The message text (UTF-8).")
-    var message: String?
-
-    @Option(name: .customLong("message-hex"), help: "The message content as hex bytes.")
-    var messageHex: String?
+    @OptionGroup var contentOptions: MessageContentOptions
 
     @Option(help: "The message namespace (default: the service's own, empty).")
     var namespace: String = ""
@@ -33,17 +29,11 @@ struct ServicePublishCommand: AsyncParsableCommand {
     var background = false
 
     func validate() throws {
-        guard (message == nil) != (messageHex == nil) else { throw ValidationError("give exactly one of --message and --message-hex") }
         if let ttl, ttl <= 0 { throw ValidationError("--ttl must be positive") }
     }
 
     func run() async throws {
-        let contentHex: String
-        if let message {
-            contentHex = Hex.encode(Array(message.utf8))
-        } else {
-            do { contentHex = Hex.encode(try Hex.decode(messageHex ?? "")) } catch { throw ValidationError("--message-hex: \(error.message)") }
-        }
+        let contentHex = Hex.encode(try contentOptions.content())
         let request = ServiceRequest(
             id: 0, op: .publish, serviceID: serviceID, contentHex: contentHex, namespace: namespace, type: type, ttl: ttl,
             background: background)
