@@ -1,4 +1,5 @@
 import Foundation
+import NearbyTestSupport
 import Glibc
 import NearbyWire
 
