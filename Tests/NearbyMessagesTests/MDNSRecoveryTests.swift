@@ -1,6 +1,8 @@
 import Foundation
 import NearbyTestSupport
 import Testing
+import NearbyConnections
+import NearbyCore
 
 @testable import NearbyMessages
 
@@ -40,43 +42,122 @@ struct MDNSRecoveryTests {
             outputPath: environment["NEARBY_TEST_AVAHI_LOG"])
     }
 
-    @Test("avahi-daemon stopped: mDNS has an error at once; started again: cleared by the next advertisement, found again")
+    /// Whether an event matching `found` follows the first event matching `lost`.
+    static func foundAgain<Event>(_ events: [Event], found: (Event) -> Bool, lost: (Event) -> Bool) -> Bool {
+        guard let firstLost = events.firstIndex(where: lost) else { return false }
+        return events[(firstLost + 1)...].contains(where: found)
+    }
+
+    /// Stops the namespace's avahi-daemon by its PID and waits until it is gone.
+    static func stopAvahi() async throws {
+        let pid = try #require(avahiPID())
+        #expect(kill(pid, SIGTERM) == 0)
+        #expect(await eventually(30) { !isRunning(pid) })
+    }
+
+    /// Starts avahi-daemon again and waits for its "Server startup complete" line.
+    static func restartAvahi() async throws -> SpawnedProcess {
+        let logPath = ProcessInfo.processInfo.environment["NEARBY_TEST_AVAHI_LOG"] ?? ""
+        @Sendable func startups() -> Int {
+            ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").components(separatedBy: "Server startup complete").count - 1
+        }
+        let startedBefore = startups()
+        let restarted = try startAvahi()
+        #expect(await eventually(30) { startups() > startedBefore })
+        #expect(restarted.isRunning)
+        return restarted
+    }
+
+    @Test("avahi-daemon stopped and started: running publication and subscription recover; mDNS problem reported, then cleared")
     func avahiStopStart() async throws {
         try await withTestTimeout(120, "mDNS stop/start") {
             let service = WiFiLANMessagesTests.serviceID("mdns")
             let collector = RadioStatusCollector()
             let publisher = try testManager(service)
             publisher.radioStatusHandler = { collector.append($0) }
-            let first = try await publisher.publish(Message(text: "before"), options: PublishOptions(strategy: WiFiLANMessagesTests.wifiOnly))
-            await first.cancel()
-            #expect(collector.of(.mdns).isEmpty, "\(collector.statuses)")
-
-            let logPath = ProcessInfo.processInfo.environment["NEARBY_TEST_AVAHI_LOG"] ?? ""
-            @Sendable func startups() -> Int {
-                ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").components(separatedBy: "Server startup complete").count - 1
-            }
-            let startedBefore = startups()
-            let pid = try #require(Self.avahiPID())
-            #expect(kill(pid, SIGTERM) == 0)
-            #expect(await eventually(30) { collector.of(.mdns).map(\.hasError) == [true] }, "\(collector.statuses)")
-            #expect(collector.of(.mdns).first?.problem == .unavailable)
-            #expect(await eventually(30) { !Self.isRunning(pid) })
-
-            let restarted = try Self.startAvahi()
-            #expect(await eventually(30) { startups() > startedBefore })
-            #expect(restarted.isRunning)
-
-            // Wi-Fi LAN works again: a new publication advertises (which clears the problem) and is found.
-            let subscription = try await testManager(service).subscribe(options: SubscribeOptions(strategy: WiFiLANMessagesTests.wifiOnly))
+            let subscriberRadio = RadioStatusCollector()
+            let subscriber = try testManager(service)
+            subscriber.radioStatusHandler = { subscriberRadio.append($0) }
+            let message = Message(text: "survives avahi restarts")
+            let publication = try await publisher.publish(message, options: PublishOptions(strategy: WiFiLANMessagesTests.wifiOnly))
+            let subscription = try await subscriber.subscribe(options: SubscribeOptions(strategy: WiFiLANMessagesTests.wifiOnly))
             let events = EventCollector()
             let collecting = events.collect(subscription)
             defer { collecting.cancel() }
-            let message = Message(text: "after")
-            let second = try await publisher.publish(message, options: PublishOptions(strategy: WiFiLANMessagesTests.wifiOnly))
+            #expect(await eventually(30) { events.found { $0 == message } }, "\(events.events)")
+            #expect(collector.of(.mdns).isEmpty, "\(collector.statuses)")
+
+            try await Self.stopAvahi()
+            // Both managers report the problem; the subscriber loses the message (lostAfter zero).
+            #expect(await eventually(30) { collector.of(.mdns).map(\.hasError) == [true] }, "\(collector.statuses)")
+            #expect(collector.of(.mdns).first?.problem == .unavailable)
+            #expect(await eventually(30) { subscriberRadio.of(.mdns).map(\.hasError) == [true] }, "\(subscriberRadio.statuses)")
+            #expect(await eventually(30) { events.lost { $0 == message } }, "\(events.events)")
+
+            _ = try await Self.restartAvahi()
+            // Nothing is started again by the test: the same publication is published again, the same subscription
+            // browses again, and the problem clears.
             #expect(await eventually(30) { collector.of(.mdns).map(\.hasError) == [true, false] }, "\(collector.statuses)")
-            #expect(await eventually(60) { events.found { $0 == message } })
-            await second.cancel()
+            #expect(await eventually(30) { subscriberRadio.of(.mdns).map(\.hasError) == [true, false] }, "\(subscriberRadio.statuses)")
+            #expect(await eventually(30) { Self.foundAgain(events.events) { $0.message == message && $0.kind == .found } lost: { $0.message == message && $0.kind == .lost } }, "\(events.events)")
+            await publication.cancel()
             await subscription.cancel()
         }
+    }
+
+    @Test("avahi-daemon stopped and started: a Connections advertiser is lost by the discoverer, then found again")
+    func connectionsAdvertiserRecovers() async throws {
+        try await withTestTimeout(120, "Connections over an avahi restart") {
+            let serviceID = WiFiLANMessagesTests.serviceID("mdns-connections")
+            let directory = try temporaryDirectory("mdns-connections")
+            let options = ConnectionOptions(mediums: [.wifiLAN], receiveDirectory: directory)
+            let advertising = ConnectionManager(serviceID: serviceID, strategy: .pointToPoint, options: options)
+            let discovering = ConnectionManager(serviceID: serviceID, strategy: .pointToPoint, options: options)
+            let log = ConnectionEventCollector()
+            let logging = log.collect(discovering.events)
+            defer { logging.cancel() }
+            let advertiser = Advertiser(connectionManager: advertising)
+            let sessions = try await advertiser.startAdvertising(using: Data("recovering".utf8), mediums: [.wifiLAN])
+            #expect(sessions.first?.discoverabilityProblem == nil)
+            let discoverer = Discoverer(connectionManager: discovering)
+            try await discoverer.startDiscovery(mediums: [.wifiLAN])
+            let wanted = advertising.localEndpointID
+            #expect(await eventually(30) { log.found(wanted) >= 1 }, "\(log.events)")
+
+            try await Self.stopAvahi()
+            #expect(await eventually(30) { log.lost(wanted) >= 1 }, "\(log.events)")
+            #expect(await eventually(30) { sessions.first?.discoverabilityProblem?.code == .mediumUnavailable })
+
+            _ = try await Self.restartAvahi()
+            #expect(await eventually(30) { Self.foundAgain(log.events) { log.isFound($0, wanted) } lost: { log.isLost($0, wanted) } }, "\(log.events)")
+            #expect(await eventually(30) { sessions.first?.discoverabilityProblem == nil })
+            await discoverer.stopDiscoveryAndWait()
+            await advertising.shutdown()
+            await discovering.shutdown()
+        }
+    }
+}
+
+/// Records a Connections manager's discovery events.
+final class ConnectionEventCollector: Sendable {
+    private let storage = LockedValue<[ConnectionEvent]>([])
+    var events: [ConnectionEvent] { storage.withLock { $0 } }
+
+    func isFound(_ event: ConnectionEvent, _ id: EndpointID) -> Bool {
+        if case .endpointFound(id, _, _) = event { true } else { false }
+    }
+
+    func isLost(_ event: ConnectionEvent, _ id: EndpointID) -> Bool {
+        if case .endpointLost(id) = event { true } else { false }
+    }
+
+    /// How often `id` was found.
+    func found(_ id: EndpointID) -> Int { events.filter { isFound($0, id) }.count }
+
+    /// How often `id` was lost.
+    func lost(_ id: EndpointID) -> Int { events.filter { isLost($0, id) }.count }
+
+    func collect(_ stream: AsyncStream<ConnectionEvent>) -> Task<Void, Never> {
+        Task { for await event in stream { self.storage.withLock { $0.append(event) } } }
     }
 }

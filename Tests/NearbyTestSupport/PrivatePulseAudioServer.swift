@@ -5,6 +5,7 @@ import NearbyWire
 
 /// A private PulseAudio daemon for one test: no sound card, one null sink named `nearby` (so its monitor,
 /// `nearby.monitor`, is the source), a native-protocol socket in a temporary directory, no D-Bus, no config files.
+/// Without the null sink it has no device at all until the test loads one (``pactl(_:)``).
 public final class PrivatePulseAudioServer: Sendable {
     public let directory: URL
     /// The daemon, started with `posix_spawn` (Foundation's `Process` would stall every other child's exit
@@ -17,8 +18,9 @@ public final class PrivatePulseAudioServer: Sendable {
     /// The source that records what is played into the sink.
     public var monitor: String { sink + ".monitor" }
 
-    /// Starts the daemon and waits until it accepts a recording stream from the monitor.
-    public init() async throws {
+    /// Starts the daemon and waits until it accepts a recording stream from the monitor (or, with `nullSink` false,
+    /// until it answers that it has no source).
+    public init(nullSink: Bool = true) async throws {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         guard let executable = path.split(separator: ":").map({ "\($0)/pulseaudio" })
             .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
@@ -30,11 +32,9 @@ public final class PrivatePulseAudioServer: Sendable {
         let logPath = directory.appendingPathComponent("log").path
         process = try SpawnedProcess(
             executable,
-            [
-                "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no", "--log-target=stderr",
-                "-L", "module-null-sink sink_name=nearby",
-                "-L", "module-native-protocol-unix socket=\(directory.path)/native auth-anonymous=1",
-            ],
+            ["-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no", "--log-target=stderr"]
+                + (nullSink ? ["-L", "module-null-sink sink_name=nearby"] : [])
+                + ["-L", "module-native-protocol-unix socket=\(directory.path)/native auth-anonymous=1"],
             environment: [
                 "PATH": path, "HOME": directory.path, "XDG_RUNTIME_DIR": directory.path,
                 "XDG_CONFIG_HOME": directory.path,
@@ -43,8 +43,31 @@ public final class PrivatePulseAudioServer: Sendable {
         let server = self.server
         let monitor = self.monitor
         _ = try await eventually(within: 20, "the private PulseAudio daemon to accept a recording stream") {
-            (try? PulseAudioRecorder(server: server, source: monitor)).map { _ in true }
+            do {
+                _ = try PulseAudioRecorder(server: server, source: nullSink ? monitor : nil)
+                return true
+            } catch {
+                // Without a device, a daemon that answers "no such entity" is up.
+                let failure = (error as? NearbyError)?.cause as? PulseAudioFailure
+                return !nullSink && failure?.problem == .noDevice ? true : nil
+            }
         }
+    }
+
+    /// Runs `pactl` against this daemon (e.g. `load-module …`, `unload-module 7`) and returns what it printed,
+    /// trimmed (a loaded module's index).
+    /// - Throws: `NearbyError` `.unknown` when pactl fails.
+    @discardableResult
+    public func pactl(_ arguments: [String]) async throws -> String {
+        let output = directory.appendingPathComponent("pactl-\(UUID().uuidString).out")
+        defer { try? FileManager.default.removeItem(at: output) }
+        let process = try SpawnedProcess("/usr/bin/pactl", ["-s", server] + arguments, outputPath: output.path)
+        let status = try await process.waitForExit(within: 20, "pactl \(arguments.joined(separator: " "))")
+        let text = ((try? String(contentsOf: output, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        guard status == 0 else {
+            throw NearbyError(.unknown, "pactl \(arguments.joined(separator: " ")) exited with \(status): \(text)")
+        }
+        return text
     }
 
     /// Stops the daemon (by its PID) and removes its directory.

@@ -14,7 +14,10 @@ struct AudioScanState: Sendable {
 extension Subscription {
     /// Starts listening when the strategy's only medium is audio; call before discovery starts, so that every
     /// endpoint found goes through the gate. Microphone problems go to the manager's audio status handler and
-    /// opening is retried; the handler hears `hasError` false once recording works again.
+    /// opening is retried; the handler hears `hasError` false once recording works again. A recording that worked
+    /// and then fails (the sound server killed the stream because its source went away) is reopened at once, so
+    /// what is reported is why the microphone cannot be used now (`noDevice` when no source is left), not that the
+    /// old stream was killed; if reopening works, nothing is reported.
     func startAudioScanIfAudioOnly(_ owner: MessageManager) {
         guard options.strategy.mediums.isAudioOnly, options.deviceTypes.contains(.nearbyDevices) else { return }
         let settings = owner.audio.values.withLock { $0 }
@@ -23,6 +26,7 @@ extension Subscription {
         let task = Task { [weak self] in
             let cleared = AudioDeviceStatus(device: .microphone, hasError: false)
             var failing = false
+            var reopenAtOnce = false
             while !Task.isCancelled {
                 do {
                     let recording = try await settings.io.openRecorder()
@@ -30,6 +34,7 @@ extension Subscription {
                     var decoder = AudioTokenDecoder()
                     while true {
                         let chunk = try await recording.read()
+                        reopenAtOnce = true
                         if failing {
                             failing = false
                             owner.reportAudio(cleared)
@@ -42,6 +47,11 @@ extension Subscription {
                     }
                 } catch {
                     if Task.isCancelled { return }
+                    if reopenAtOnce {
+                        reopenAtOnce = false
+                        owner.logger.debug("audio recording ended, opening it again", metadata: ["error": "\(error)"])
+                        continue
+                    }
                     if !failing {
                         failing = true
                         owner.reportAudio(.failed(.microphone, error))

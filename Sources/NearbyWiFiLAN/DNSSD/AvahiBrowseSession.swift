@@ -73,6 +73,20 @@ final class AvahiBrowseSession: @unchecked Sendable {
         browser = created
     }
 
+    /// Whether the session waits for a browser (created when the daemon runs again).
+    var needsBrowser: Bool { !isFinished && browser == nil }
+
+    /// The daemon went away with the browser and resolvers: frees their local handles and reports every instance
+    /// found so far lost (they are found again once the daemon is back and the session browses again). Lock held.
+    func suspend() {
+        guard !isFinished else { return }
+        freeAvahiObjects()
+        for name in reported.keys.sorted() {
+            continuation.yield(.lost(instanceName: name))
+        }
+        reported.removeAll()
+    }
+
     /// Frees every Avahi object and finishes the stream, with `error` if given. Idempotent. Lock held.
     func finish(throwing error: (any Error)?) {
         freeAvahiObjects()

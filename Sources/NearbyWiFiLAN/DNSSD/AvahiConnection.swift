@@ -9,6 +9,12 @@ import NearbyWire
 /// poll thread holds the lock while it dispatches) or inside ``withLock(_:)`` on any other thread. The lock is not
 /// recursive and must never be taken on the poll thread, so callbacks never call ``withLock(_:)``.
 ///
+/// Daemon restarts: when avahi-daemon goes away the client fails for good, so the connection frees the Avahi objects
+/// that lived on it (entry groups, browsers, resolvers), reports every browsed instance lost, and replaces the
+/// client with one made with `AVAHI_CLIENT_NO_FAIL`, which waits for the daemon to come back on the bus. Once it
+/// runs again, every live registration is published again (same name, type, port and TXT) and every browse session
+/// browses again; its instances are then found again.
+///
 /// Lifetime: C callbacks get unretained pointers to these objects. That is safe because an object's Avahi handle
 /// (entry group, browser, resolver, timeout) is always freed, with the lock held, before the object is dropped, and
 /// no callback can run for a freed handle. No object that a callback reaches holds the connection strongly, so the
@@ -19,8 +25,13 @@ final class AvahiConnection: @unchecked Sendable {
     let pollAPI: UnsafePointer<AvahiPoll>
     /// The current client, or `nil` before the first connection.
     private(set) var client: OpaquePointer?
-    /// Whether `client` reached `AVAHI_CLIENT_FAILURE`; a failed client is replaced on the next request.
+    /// Whether `client` reached `AVAHI_CLIENT_FAILURE`; a failed client is replaced at once from `reconnect`, or
+    /// on the next request if that comes first.
     private var clientFailed = false
+    /// Whether a client has connected before: replacements then wait for the daemon (`AVAHI_CLIENT_NO_FAIL`).
+    private var hasConnected = false
+    /// Replaces a failed client outside of its callback.
+    private var reconnect: AvahiReconnectTimer?
     private var registrations: [ObjectIdentifier: AvahiRegistration] = [:]
     private var browseSessions: [ObjectIdentifier: AvahiBrowseSession] = [:]
 
@@ -36,13 +47,19 @@ final class AvahiConnection: @unchecked Sendable {
         guard avahi_threaded_poll_start(poll) >= 0 else {
             throw NearbyError(.unknown, "could not start the Avahi event-loop thread")
         }
-        try withLock { _ = try connectedClient() }
+        // Unretained like every other callback's userdata: the timer fires only while the poll thread runs.
+        let unretained = Unmanaged.passUnretained(self)
+        try withLock {
+            reconnect = AvahiReconnectTimer(pollAPI: pollAPI) { unretained.takeUnretainedValue().replaceFailedClient() }
+            _ = try connectedClient()
+        }
     }
 
     deinit {
         // Never runs on the poll thread (see the type's comment), so stopping joins the thread safely; afterwards
         // no callback can run and the handles can be freed without the lock.
         avahi_threaded_poll_stop(poll)
+        reconnect?.cancel()
         for registration in registrations.values {
             registration.freeGroup()
         }
@@ -62,19 +79,23 @@ final class AvahiConnection: @unchecked Sendable {
         return try body()
     }
 
-    /// The running client, connecting (again) if there is none or the last one failed. Lock held.
+    /// The current client, connecting (again) if there is none or the last one failed; after the first connection
+    /// a new client may still be waiting for the daemon (`AVAHI_CLIENT_CONNECTING`). Lock held.
     func connectedClient() throws -> OpaquePointer {
         if let client, !clientFailed {
             return client
         }
+        reconnect?.cancel()
         if let stale = client {
-            avahi_client_free(stale)
+            // Its groups, browsers and resolvers were freed when it failed (clientStateChanged).
             client = nil
+            avahi_client_free(stale)
         }
         var error: Int32 = 0
+        clientFailed = false
         let created = avahi_client_new(
             pollAPI,
-            AvahiClientFlags(rawValue: 0),
+            hasConnected ? AVAHI_CLIENT_NO_FAIL : AvahiClientFlags(rawValue: 0),
             { client, state, userdata in
                 guard let client, let userdata else { return }
                 Unmanaged<AvahiConnection>.fromOpaque(userdata).takeUnretainedValue()
@@ -87,8 +108,26 @@ final class AvahiConnection: @unchecked Sendable {
             throw AvahiErrorMapping.nearbyError(error, while: "connecting to avahi-daemon")
         }
         client = created
-        clientFailed = false
+        hasConnected = true
         return created
+    }
+
+    /// The reconnect timer fired: replaces the failed client by one that waits for the daemon, or tries again later
+    /// when none can be made (no D-Bus system bus). Poll thread, lock held.
+    private func replaceFailedClient() {
+        guard clientFailed else { return }
+        do {
+            _ = try connectedClient()
+        } catch {
+            clientFailed = true
+            reconnect?.schedule(afterFailedAttempt: true)
+        }
+    }
+
+    /// Whether `client` talks to a daemon (running, or establishing its host name). Lock held.
+    private func isConnected(_ client: OpaquePointer) -> Bool {
+        let state = avahi_client_get_state(client)
+        return state == AVAHI_CLIENT_S_RUNNING || state == AVAHI_CLIENT_S_REGISTERING || state == AVAHI_CLIENT_S_COLLISION
     }
 
     /// Whether `client` is the current client and the daemon is ready for services to be published. Lock held.
@@ -111,6 +150,11 @@ final class AvahiConnection: @unchecked Sendable {
             registration.finish(with: error)
             return
         }
+        guard isConnected(client) else {
+            registration.finish(with: NearbyError(
+                .mediumUnavailable, "avahi-daemon is not running (waiting for it on the D-Bus system bus)"))
+            return
+        }
         registrations[ObjectIdentifier(registration)] = registration
         if isRunning(client) {
             registration.publish(on: client)
@@ -126,12 +170,15 @@ final class AvahiConnection: @unchecked Sendable {
 
     // MARK: Browse sessions
 
-    /// Creates the Avahi browser of `session`, or finishes its stream with an error. Lock held.
+    /// Creates the Avahi browser of `session` (or, while the daemon is away, once it is back), or finishes its
+    /// stream with an error. Lock held.
     func start(_ session: AvahiBrowseSession) {
         guard !session.isFinished else { return }
         do {
             let client = try connectedClient()
-            try session.startBrowser(on: client)
+            if isConnected(client) {
+                try session.startBrowser(on: client)
+            }
             browseSessions[ObjectIdentifier(session)] = session
         } catch {
             session.finish(throwing: error)
@@ -165,24 +212,36 @@ final class AvahiConnection: @unchecked Sendable {
             for registration in registrations.values where registration.needsPublishing {
                 registration.publish(on: changed)
             }
+            for session in browseSessions.values where session.needsBrowser {
+                do {
+                    try session.startBrowser(on: changed)
+                } catch {
+                    browseSessions[ObjectIdentifier(session)] = nil
+                    session.finish(throwing: error)
+                }
+            }
         case AVAHI_CLIENT_S_REGISTERING, AVAHI_CLIENT_S_COLLISION:
             // The daemon is (re)establishing its host name: withdraw our records and publish them again on RUNNING.
             for registration in registrations.values {
                 registration.reset()
             }
         case AVAHI_CLIENT_FAILURE:
+            // The daemon went away (or the bus): its entry groups, browsers and resolvers are gone. A `register`
+            // still waiting fails; published services wait to be published again, browse sessions to browse again.
             clientFailed = true
             let error = AvahiErrorMapping.daemonLost(avahi_client_errno(changed))
-            let failedRegistrations = registrations.values
-            let failedSessions = browseSessions.values
-            registrations.removeAll()
-            browseSessions.removeAll()
-            for registration in failedRegistrations {
-                registration.finish(with: error)
+            for registration in registrations.values {
+                if registration.waiter != nil {
+                    registrations[ObjectIdentifier(registration)] = nil
+                    registration.finish(with: error)
+                } else {
+                    registration.suspend(error)
+                }
             }
-            for session in failedSessions {
-                session.finish(throwing: error)
+            for session in browseSessions.values {
+                session.suspend()
             }
+            reconnect?.schedule(afterFailedAttempt: false)
         default:
             break
         }

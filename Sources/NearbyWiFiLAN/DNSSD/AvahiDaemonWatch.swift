@@ -2,13 +2,19 @@ import CAvahiClient
 import NearbyWire
 
 /// Watches whether avahi-daemon is running, through an Avahi client of its own created with
-/// `AVAHI_CLIENT_NO_FAIL`: such a client does not fail when the daemon is absent or goes away, it waits for the
-/// daemon to (re)appear on the D-Bus system bus. No polling: the states come from Avahi's callbacks.
+/// `AVAHI_CLIENT_NO_FAIL`: such a client does not fail when the daemon is absent, it waits for the daemon to
+/// appear on the D-Bus system bus. No polling: the states come from Avahi's callbacks.
 ///
-/// Used to tell when an mDNS problem has cleared (Nearby Messages' radio-state handler).
+/// `AVAHI_CLIENT_NO_FAIL` does not cover a daemon that goes away after the client connected: the client then fails
+/// (`AVAHI_CLIENT_FAILURE`, `AVAHI_ERR_DISCONNECTED`) for good. So on failure the watch frees it and creates a new
+/// one (from an ``AvahiReconnectTimer``, outside the failed client's callback), which waits for the daemon's next
+/// start and reports it running.
+///
+/// Used to tell when an mDNS problem appears and when it has cleared (Nearby Messages' radio-state handler).
 package final class AvahiDaemonWatch: @unchecked Sendable {
     private let poll: OpaquePointer
     private var client: OpaquePointer?
+    private var reconnect: AvahiReconnectTimer?
     private let onChange: @Sendable (_ notRunning: String?) -> Void
 
     /// Starts watching: `onChange` gets `nil` each time the daemon is running (`AVAHI_CLIENT_S_RUNNING`), or why it
@@ -25,17 +31,16 @@ package final class AvahiDaemonWatch: @unchecked Sendable {
             throw NearbyError(.unknown, "could not start the Avahi event-loop thread")
         }
         avahi_threaded_poll_lock(poll)
+        defer { avahi_threaded_poll_unlock(poll) }
+        // Unretained like the client's userdata: the timer only fires while the poll thread runs, which `deinit`
+        // stops first.
+        let unretained = Unmanaged.passUnretained(self)
+        reconnect = AvahiReconnectTimer(pollAPI: avahi_threaded_poll_get(poll)) {
+            unretained.takeUnretainedValue().replaceClient()
+        }
         var error: Int32 = 0
-        let created = avahi_client_new(
-            avahi_threaded_poll_get(poll), AVAHI_CLIENT_NO_FAIL,
-            { client, state, userdata in
-                guard let client, let userdata else { return }
-                Unmanaged<AvahiDaemonWatch>.fromOpaque(userdata).takeUnretainedValue().changed(client, state)
-            },
-            Unmanaged.passUnretained(self).toOpaque(), &error)
-        client = created
-        avahi_threaded_poll_unlock(poll)
-        guard created != nil else {
+        client = makeClient(&error)
+        guard client != nil else {
             throw AvahiErrorMapping.nearbyError(error, while: "watching avahi-daemon")
         }
     }
@@ -43,19 +48,49 @@ package final class AvahiDaemonWatch: @unchecked Sendable {
     deinit {
         // Stopping joins the poll thread, so no callback runs afterwards.
         avahi_threaded_poll_stop(poll)
+        reconnect?.cancel()
         if let client { avahi_client_free(client) }
         avahi_threaded_poll_free(poll)
     }
 
+    /// A new client that waits for the daemon. Lock held.
+    private func makeClient(_ error: inout Int32) -> OpaquePointer? {
+        avahi_client_new(
+            avahi_threaded_poll_get(poll), AVAHI_CLIENT_NO_FAIL,
+            { client, state, userdata in
+                guard let client, let userdata else { return }
+                Unmanaged<AvahiDaemonWatch>.fromOpaque(userdata).takeUnretainedValue().changed(client, state)
+            },
+            Unmanaged.passUnretained(self).toOpaque(), &error)
+    }
+
+    /// Frees the failed client and makes a new one; retries with backoff when none can be made. Poll thread, lock
+    /// held.
+    private func replaceClient() {
+        if let failed = client {
+            client = nil
+            avahi_client_free(failed)
+        }
+        var error: Int32 = 0
+        client = makeClient(&error)
+        if client == nil {
+            onChange("cannot reach avahi-daemon: \(String(cString: avahi_strerror(error)))")
+            reconnect?.schedule(afterFailedAttempt: true)
+        }
+    }
+
     /// Poll thread (or inside `avahi_client_new`), lock held.
-    private func changed(_ client: OpaquePointer, _ state: AvahiClientState) {
+    private func changed(_ changed: OpaquePointer, _ state: AvahiClientState) {
+        // While a new client is being created `client` is nil (or still the failed one, freed first).
+        if let client, client != changed { return }
         switch state {
         case AVAHI_CLIENT_S_RUNNING:
             onChange(nil)
         case AVAHI_CLIENT_CONNECTING:
             onChange("avahi-daemon is not running (waiting for it on the D-Bus system bus)")
         case AVAHI_CLIENT_FAILURE:
-            onChange("avahi client failed: \(String(cString: avahi_strerror(avahi_client_errno(client))))")
+            onChange("lost avahi-daemon: \(String(cString: avahi_strerror(avahi_client_errno(changed))))")
+            reconnect?.schedule(afterFailedAttempt: false)
         default:
             // Registering or collision: the daemon runs and is (re)establishing its host name.
             break

@@ -16,6 +16,10 @@ final class AvahiRegistration: @unchecked Sendable {
     private(set) var isFinished = false
     /// Why an established registration ended on its own.
     private(set) var failure: NearbyError?
+    /// Why the service is not published for now (avahi-daemon went away); cleared once it is established again.
+    private(set) var suspension: NearbyError?
+    /// Why the service is not published: its ``failure``, else its ``suspension``; `nil` while published.
+    var problem: NearbyError? { failure ?? suspension }
     /// Whether the service still has to be added and committed (first time, or after the daemon reset it).
     private(set) var needsPublishing = true
     private var group: OpaquePointer?
@@ -49,6 +53,15 @@ final class AvahiRegistration: @unchecked Sendable {
         if let group {
             avahi_entry_group_reset(group)
         }
+        needsPublishing = true
+    }
+
+    /// The daemon went away with the entry group: forgets the group (it was freed with the client's connection,
+    /// so only the local handle is freed) and waits to be published again on the next client. Lock held.
+    func suspend(_ error: NearbyError) {
+        guard !isFinished else { return }
+        freeGroup()
+        suspension = error
         needsPublishing = true
     }
 
@@ -129,6 +142,7 @@ final class AvahiRegistration: @unchecked Sendable {
         guard changed == group else { return }
         switch state {
         case AVAHI_ENTRY_GROUP_ESTABLISHED:
+            suspension = nil
             if let waiter {
                 self.waiter = nil
                 waiter.resume()

@@ -5,8 +5,9 @@ import NearbyWire
 ///
 /// Each instance owns one client connection and one Avahi event-loop thread; they end when the instance, every
 /// registration it made and every browse stream it returned are gone. When the daemon goes away, browse streams
-/// finish with `.mediumUnavailable` and registrations report it as their ``DNSSDRegistration/failure``; the next
-/// `register` or `browse` call connects again.
+/// report every instance lost and registrations report `.mediumUnavailable` as their ``DNSSDRegistration/failure``;
+/// once it is back (a new client waits for it on the bus), registrations are published again and browse streams
+/// browse again, without any call. `register` while the daemon is away throws `.mediumUnavailable`.
 ///
 /// Services are published, and browsed, on every interface and IP protocol that avahi-daemon is configured to use.
 package final class AvahiServiceDiscovery: DNSServiceDiscovery {
@@ -49,7 +50,7 @@ package final class AvahiServiceDiscovery: DNSServiceDiscovery {
         }
         return DNSSDRegistration(
             withdraw: { connection.withLock { connection.remove(registration) } },
-            failure: { connection.withLock { registration.failure } }
+            failure: { connection.withLock { registration.problem } }
         )
     }
 
@@ -59,7 +60,8 @@ package final class AvahiServiceDiscovery: DNSServiceDiscovery {
     /// protocol) resolved, and again with merged addresses when more copies resolve or its details change;
     /// ``DNSSDBrowseEvent/lost(instanceName:)`` comes when its last copy is removed. Resolves that time out (an
     /// instance can be announced before its publisher finished probing) are retried with backoff. The stream
-    /// finishes with `.invalidArgument` for a malformed type and `.mediumUnavailable` when the daemon goes away.
+    /// finishes with `.invalidArgument` for a malformed type; when the daemon goes away every instance is reported
+    /// lost, and the session browses again once the daemon is back.
     package func browse(serviceType: String) -> AsyncThrowingStream<DNSSDBrowseEvent, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(
             of: DNSSDBrowseEvent.self,

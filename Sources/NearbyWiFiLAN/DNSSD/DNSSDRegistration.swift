@@ -17,11 +17,11 @@ package final class DNSSDRegistration: Sendable {
         self.currentFailure = failure
     }
 
-    /// Why the service stopped being published on its own; `nil` while it is published, or when ``cancel()`` ended
-    /// it first.
+    /// Why the service is not published; `nil` while it is published, or when ``cancel()`` ended it first.
     ///
-    /// Set when the daemon went away (`.mediumUnavailable`) or a conflicting service took the name (`.unknown`);
-    /// instance names are fixed by the Nearby protocol, so a conflict is not resolved by renaming.
+    /// `.mediumUnavailable` while the daemon is away (cleared when the backend has published the service again
+    /// after the daemon came back); `.unknown` for good when a conflicting service took the name (instance names
+    /// are fixed by the Nearby protocol, so a conflict is not resolved by renaming).
     package var failure: NearbyError? { currentFailure() }
 
     /// Unpublishes the service; peers see it disappear. Calling this again does nothing.

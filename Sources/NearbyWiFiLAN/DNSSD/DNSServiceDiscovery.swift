@@ -18,8 +18,8 @@ package protocol DNSServiceDiscovery: Sendable {
     ///
     /// The stream yields ``DNSSDBrowseEvent/found(_:)`` only once an instance has been resolved (host, addresses,
     /// port and TXT record known), possibly again when its resolved details change, and
-    /// ``DNSSDBrowseEvent/lost(instanceName:)`` when it disappears. The stream finishes with an error when the
-    /// service type is malformed or the daemon goes away; stop browsing by cancelling the consuming task or
-    /// dropping the stream.
+    /// ``DNSSDBrowseEvent/lost(instanceName:)`` when it disappears (or the daemon went away; the instances are found
+    /// again once it is back). The stream finishes with an error when the service type is malformed or the backend
+    /// cannot browse at all; stop browsing by cancelling the consuming task or dropping the stream.
     func browse(serviceType: String) -> AsyncThrowingStream<DNSSDBrowseEvent, any Error>
 }

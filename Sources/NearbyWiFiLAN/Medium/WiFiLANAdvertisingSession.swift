@@ -37,8 +37,9 @@ package final class WiFiLANAdvertisingSession: AdvertisingSession {
     }
 
     /// `nil` while the service is published; otherwise why peers cannot discover this endpoint, for example
-    /// "not discoverable: avahi-daemon is not running (…); connections by address still work". Also set when the
-    /// daemon went away or another host took the instance name after publishing succeeded.
+    /// "not discoverable: avahi-daemon is not running (…); connections by address still work". Also set while the
+    /// daemon is away (the service is published again when it is back) and when another host took the instance
+    /// name after publishing succeeded.
     package var discoverabilityProblem: NearbyError? {
         if let registrationProblem {
             return registrationProblem

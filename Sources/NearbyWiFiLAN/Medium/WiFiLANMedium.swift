@@ -108,8 +108,9 @@ package final class WiFiLANMedium: MediumDriver {
     /// `EndpointRoute.tcp(hosts:port:)` route with IPv4 addresses first; when their service
     /// disappears, `DiscoveryEvent.lost(endpointID:medium:)` follows.
     ///
-    /// The stream finishes with the DNS-SD client's error (`.mediumUnavailable` when avahi-daemon is not running or
-    /// goes away); cancel the consuming task to stop browsing.
+    /// The stream finishes with the DNS-SD client's error (`.mediumUnavailable` when avahi-daemon is not running when
+    /// discovery starts). When the daemon goes away later, every endpoint found is reported lost and found again
+    /// once the daemon is back; cancel the consuming task to stop browsing.
     package func discover(serviceID: String, pcp: PCP) -> AsyncThrowingStream<DiscoveryEvent, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: DiscoveryEvent.self, throwing: (any Error).self)
         let serviceType = ServiceIDHash.wifiLanServiceType(serviceID: serviceID).name
