@@ -25,11 +25,8 @@ final class RecordedWarnings: Sendable {
             get { metadata[key] }
             set { metadata[key] = newValue }
         }
-        func log(
-            level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String,
-            function: String, line: UInt
-        ) {
-            record("\(message) \(metadata ?? [:])")
+        func log(event: LogEvent) {
+            record("\(event.message) \(event.metadata ?? [:])")
         }
     }
 }
