@@ -129,11 +129,12 @@ let package = Package(
             ]
         ),
         // The background service of Nearby Messages (docs/MESSAGES-SERVICE.md): its JSON-line protocol, state file,
-        // core actor, and the Unix-socket server and client.
+        // core actor, the Unix-socket server and client, and desktop notifications (NearbyBlueZ's D-Bus client for
+        // org.freedesktop.Notifications; NearbyConnections depends on NearbyBlueZ already).
         .target(
             name: "NearbyMessagesService",
             dependencies: [
-                "NearbyMessages", "NearbyCore", "NearbyWire",
+                "NearbyMessages", "NearbyCore", "NearbyWire", "NearbyBlueZ",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -143,7 +144,7 @@ let package = Package(
             name: "NearbyMessagesServiceTests",
             dependencies: [
                 "NearbyMessagesService", "NearbyMessages", "NearbyConnections", "NearbyCore", "NearbyWire",
-                "NearbyTesting", "NearbyTestSupport",
+                "NearbyTesting", "NearbyTestSupport", "NearbyBlueZ", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The `nearby` command-line tool.

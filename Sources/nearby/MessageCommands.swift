@@ -91,11 +91,15 @@ struct PublishCommand: AsyncParsableCommand {
     @Flag(help: "Advertise the message bytes themselves as the endpoint info (Google's migration-guide form).")
     var plain = false
 
+    @OptionGroup var via: ViaServiceOptions
+
     func validate() throws {
         guard ttl > 0 else { throw ValidationError("--ttl must be positive") }
+        try via.check(common, inProcessOnly: [("--plain", plain), ("--ask-consent", messageOptions.askConsent)])
     }
 
     func run() async throws {
+        if via.viaService { return try await runViaService() }
         let output = EventOutput(json: common.json)
         let sink = ProblemSink()
         let (manager, strategy) = try common.makeMessageManager(askConsent: messageOptions.askConsent) { sink.report($0, fatal: $1) }
@@ -151,7 +155,14 @@ struct SubscribeCommand: AsyncParsableCommand {
     @Flag(help: "Also report advertisers whose endpoint info is the message itself (Google's migration-guide form).")
     var plain = false
 
+    @OptionGroup var via: ViaServiceOptions
+
+    func validate() throws {
+        try via.check(common, inProcessOnly: [("--plain", plain), ("--ask-consent", askConsent)])
+    }
+
     func run() async throws {
+        if via.viaService { return try await runViaService() }
         let output = EventOutput(json: common.json)
         let sink = ProblemSink()
         let (manager, strategy) = try common.makeMessageManager(askConsent: askConsent) { sink.report($0, fatal: $1) }

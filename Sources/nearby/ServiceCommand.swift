@@ -54,7 +54,7 @@ struct ServiceRunCommand: AsyncParsableCommand {
     @Option(help: "The state file of background items (default: $XDG_STATE_HOME/nearby/service.json).")
     var state: String?
 
-    @Flag(help: "Show found and lost messages as desktop notifications (notify-send).")
+    @Flag(help: "Show found and lost messages as desktop notifications (org.freedesktop.Notifications over D-Bus, else notify-send).")
     var notify = false
 
     @Option(name: .customLong("medium"), help: "A medium to use: wifi-lan, ble or audio (repeatable; default: all available).")
@@ -90,8 +90,11 @@ struct ServiceRunCommand: AsyncParsableCommand {
 
         var notifier: DesktopNotifier?
         if notify {
-            notifier = DesktopNotifier(logger: logger)
-            if notifier == nil { EventOutput.warn("warning: --notify: notify-send is not on PATH; no desktop notifications") }
+            notifier = await DesktopNotifier.make(logger: logger)
+            if notifier == nil {
+                EventOutput.warn(
+                    "warning: --notify: no org.freedesktop.Notifications on the session bus and no notify-send on PATH; no desktop notifications")
+            }
         }
         let stateURL = state.map { URL(fileURLWithPath: $0) } ?? ServicePaths.defaultStateFile
         let factory: MessageService.ManagerFactory = { serviceID in
@@ -118,7 +121,8 @@ struct ServiceRunCommand: AsyncParsableCommand {
         output.event(
             "service_started",
             ServiceStartedEvent(
-                socket: server.socketPath.path, state: stateURL.path, restored: restored, notify: notifier != nil),
+                socket: server.socketPath.path, state: stateURL.path, restored: restored, notify: notifier != nil,
+                notifier: notifier.map(\.backendName)),
             human: "nearby service listening on \(server.socketPath.path) (\(restored) restored from \(stateURL.path))")
         _ = await Signals.waitForTermination()
         await server.close()
@@ -134,6 +138,18 @@ struct ServiceStartedEvent: Encodable {
     var state: String
     var restored: Int
     var notify: Bool
+    /// `dbus` or `notify-send` with `--notify`.
+    var notifier: String?
+}
+
+extension DesktopNotifier {
+    /// `dbus` or `notify-send`.
+    var backendName: String {
+        switch backend {
+        case .dbus: "dbus"
+        case .notifySend: "notify-send"
+        }
+    }
 }
 
 /// `service_stopped`.

@@ -25,11 +25,13 @@ extension WiFiLANIntegration {
                 let state = scratch.root.appendingPathComponent("state/service.json").path
                 let (bin, calls) = try Self.fakeNotifySend(scratch)
                 let path = bin.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+                // No session bus: notify-send is the notifier (D-Bus notifications: DesktopNotifierTests).
                 let service = try scratch.launchCLI(
                     "service", ["service", "--socket", socket, "--state", state, "--notify", "--json"],
-                    environment: ["PATH": path])
+                    environment: ["PATH": path, "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(scratch.root.path)/no-bus"])
                 let started = try await service.waitForEvent("service_started")
                 #expect(started.bool("notify") == true && started.int("restored") == 0)
+                #expect(started.string("notifier") == "notify-send")
 
                 let publisher = try scratch.launchCLI("publisher", [
                     "service", "publish", "--socket", socket, "--service-id", serviceID, "--message", "hello service",
@@ -62,6 +64,53 @@ extension WiFiLANIntegration {
                 try await service.waitForEvent("service_stopped")
                 #expect(try await subscriber.waitForExit() == 1)  // the service closed its connection
                 #expect(!FileManager.default.fileExists(atPath: socket))
+            }
+        }
+
+        @Test("nearby publish/subscribe --via-service use the running service: the in-process event lines; exit 1 without it or when it stops")
+        func publishAndSubscribeViaService() async throws {
+            try await withScratch(timeout: 90, "nearby publish/subscribe --via-service") { scratch in
+                let serviceID = IntegrationEnvironment.uniqueServiceID("svc-via")
+                let socket = scratch.root.appendingPathComponent("svc.sock").path
+                let none = try scratch.launchCLI("no-service", [
+                    "subscribe", "--via-service", "--socket", socket, "--service-id", serviceID, "--json",
+                ])
+                #expect(try await none.waitForExit() == 1)
+                #expect(none.diagnostics.contains("no nearby service answers on \(socket)"), "\(none.diagnostics)")
+                let refused = try scratch.launchCLI("refused", [
+                    "publish", "--via-service", "--medium", "wifi-lan", "--service-id", serviceID, "--message", "x",
+                ])
+                #expect(try await refused.waitForExit() != 0)
+                #expect(refused.diagnostics.contains("--medium cannot be used with --via-service"), "\(refused.diagnostics)")
+
+                let service = try scratch.launchCLI("service", [
+                    "service", "--socket", socket, "--state", scratch.root.appendingPathComponent("state.json").path, "--json",
+                ])
+                try await service.waitForEvent("service_started")
+                let publisher = try scratch.launchCLI("publisher", [
+                    "publish", "--via-service", "--socket", socket, "--service-id", serviceID, "--message", "via the service",
+                    "--namespace", "ns", "--type", "t", "--json",
+                ])
+                let publishing = try await publisher.waitForEvent("publishing")
+                #expect(publishing.int("size") == 15 && publishing.string("namespace") == "ns" && publishing.string("type") == "t")
+                #expect(publishing.string("handle")?.hasPrefix("pub-") == true && publishing.bool("via_service") == true)
+                let subscriber = try scratch.launchCLI("subscriber", [
+                    "subscribe", "--via-service", "--socket", socket, "--service-id", serviceID, "--namespace", "ns", "--json",
+                ])
+                let found = try await subscriber.waitForEvent("message_found", timeout: 45)
+                // The fields of the in-process `nearby subscribe`, and only those.
+                #expect(Set(found.fields.keys) == ["event", "message", "message_hex", "namespace", "type", "size"], "\(found)")
+                #expect(found.string("message") == "via the service" && found.string("type") == "t" && found.int("size") == 15)
+
+                publisher.signal(SIGTERM)
+                #expect(try await publisher.waitForExit() == 0, "\(publisher.diagnostics)")
+                let lost = try await subscriber.waitForEvent("message_lost", timeout: 45)
+                #expect(lost.string("message") == "via the service")
+
+                service.signal(SIGTERM)
+                #expect(try await service.waitForExit() == 0, "\(service.diagnostics)")
+                #expect(try await subscriber.waitForExit() == 1)
+                #expect(subscriber.diagnostics.contains("lost the nearby service"), "\(subscriber.diagnostics)")
             }
         }
 

@@ -156,8 +156,8 @@ struct RawSocket {
     }
 }
 
-@Suite("Desktop notifier")
-struct DesktopNotifierTests {
+@Suite("notify-send notifier")
+struct NotifySendNotifierTests {
     @Test("notify-send from PATH gets the app name, a summary and the escaped message", .timeLimit(.minutes(1)))
     func fakeNotifySend() async throws {
         let directory = try temporaryDirectory("notify")
@@ -165,8 +165,8 @@ struct DesktopNotifierTests {
         let script = directory.appendingPathComponent("notify-send")
         try "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> '\(record.path)'\n".write(to: script, atomically: true, encoding: .utf8)
         chmod(script.path, 0o755)
-        #expect(DesktopNotifier(path: "/nonexistent-\(UUID().uuidString)") == nil)
-        let notifier = try #require(DesktopNotifier(path: "/nonexistent:\(directory.path)"))
+        #expect(NotifySendNotifier(path: "/nonexistent-\(UUID().uuidString)") == nil)
+        let notifier = try #require(NotifySendNotifier(path: "/nonexistent:\(directory.path)"))
         #expect(notifier.executable.path == script.path)
         notifier.notify(ServiceEvent(.found, Message(text: "<b>hi</b> & bye", namespace: "ns", type: "t"), subscription: "sub-1", serviceID: "svc"))
         let lines = try await eventually(within: 20, "notify-send to run") { () -> [String]? in

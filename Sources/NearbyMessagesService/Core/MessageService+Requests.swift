@@ -43,13 +43,20 @@ extension MessageService {
         }
     }
 
-    /// Makes `client` follow every subscription (or `request.handle`), first sending it what they have found.
+    /// Makes `client` follow every subscription (or `request.handle`, in addition to those it already follows),
+    /// first sending it what they have found.
     private func watch(_ request: ServiceRequest, from client: ClientID) throws(NearbyError) -> ServiceResponse {
         if let handle = request.handle, items[handle]?.entry.kind != .subscription {
             throw NearbyError(.invalidArgument, "no subscription named \(handle)")
         }
         guard let sink = clients[client]?.sink else { throw NearbyError(.outOfOrderApiCall, "the client is not connected") }
-        clients[client]?.watching = .some(request.handle)
+        if let handle = request.handle {
+            if clients[client]?.follows(handle) == true { return ServiceResponse(id: request.id) }
+            clients[client]?.watching.insert(handle)
+        } else {
+            if clients[client]?.watchingAll == true { return ServiceResponse(id: request.id) }
+            clients[client]?.watchingAll = true
+        }
         for handle in order where request.handle == nil || request.handle == handle {
             guard let item = items[handle], let subscription = item.subscription, item.owner != client else { continue }
             for message in subscription.foundMessages {

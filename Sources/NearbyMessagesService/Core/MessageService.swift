@@ -44,8 +44,12 @@ public actor MessageService {
     /// A connected client: where its events go and what it watches.
     struct Client {
         var sink: EventSink
-        /// `nil`: watches nothing beyond its own subscriptions; `.some(nil)`: every subscription.
-        var watching: String??
+        /// Whether it watches every subscription.
+        var watchingAll = false
+        /// The subscriptions it watches beyond its own.
+        var watching: Set<String> = []
+
+        func follows(_ handle: String) -> Bool { watchingAll || watching.contains(handle) }
     }
 
     let managerFactory: ManagerFactory
@@ -90,7 +94,7 @@ public actor MessageService {
     public func connect(_ sink: @escaping EventSink) -> ClientID {
         nextClient += 1
         let id = ClientID(value: nextClient)
-        clients[id] = Client(sink: sink, watching: nil)
+        clients[id] = Client(sink: sink)
         logger.debug("client connected", metadata: ["client": "\(id)"])
         return id
     }
@@ -197,6 +201,7 @@ public actor MessageService {
     func stop(_ handle: String) async {
         let item = items.removeValue(forKey: handle)
         order.removeAll { $0 == handle }
+        for id in clients.keys { clients[id]?.watching.remove(handle) }
         await cancel(item)
         if saved.remove(handle), let error = persist() {
             logger.warning("cannot save the state", metadata: ["error": "\(error)"])
@@ -243,7 +248,7 @@ public actor MessageService {
     func deliver(_ event: MessageEvent, from handle: String) {
         guard let item = items[handle] else { return }
         let serviceEvent = ServiceEvent(event.kind, event.message, subscription: handle, serviceID: item.entry.serviceID)
-        for (id, client) in clients where id == item.owner || client.watching == .some(nil) || client.watching == handle {
+        for (id, client) in clients where id == item.owner || client.follows(handle) {
             client.sink(serviceEvent)
         }
         notifier?.notify(serviceEvent)

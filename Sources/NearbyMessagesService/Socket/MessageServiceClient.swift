@@ -5,6 +5,7 @@ import NearbyCore
 import NearbyWire
 
 /// A connection to a running service (`nearby service`): send requests, read the events of its subscriptions.
+/// This is the protocol level; ``ServiceMessageManager`` is the `MessageManager`-like API built on it.
 ///
 /// ```swift
 /// let client = try await MessageServiceClient.connect(socketPath: ServicePaths.defaultSocket)
@@ -14,7 +15,8 @@ import NearbyWire
 ///
 /// What the connection made without `background` stops when it closes.
 public final class MessageServiceClient: Sendable {
-    /// The found/lost events the service sends on this connection; the stream ends when the connection closes.
+    /// The found/lost events the service sends on this connection, for one consumer; the stream ends when the
+    /// connection closes, and ``disconnection`` then says why.
     public let events: AsyncStream<ServiceEvent>
 
     private let outgoing: AsyncStream<String>.Continuation
@@ -26,7 +28,13 @@ public final class MessageServiceClient: Sendable {
         var nextID = 1
         var waiting: [Int: CheckedContinuation<ServiceResponse, any Error>] = [:]
         var closed: NearbyError?
+        /// ``close()`` was called.
+        var closing = false
     }
+
+    /// Why the connection ended: `nil` while it is open; `.endpointIoError` when the service closed it (it stopped,
+    /// or dropped this client for not reading) or it failed; `.outOfOrderApiCall` after ``close()``.
+    public var disconnection: NearbyError? { state.withLock { $0.closed } }
 
     private let lines: AsyncStream<String>
 
@@ -59,7 +67,8 @@ public final class MessageServiceClient: Sendable {
     }
 
     /// Sends `request` (its `id` is replaced by one of this connection's) and waits for the response.
-    /// - Throws: `NearbyError` `.endpointIoError` when the connection closed first.
+    /// - Throws: `NearbyError` `.endpointIoError` when the connection closed first (``disconnection``), or
+    ///   `.outOfOrderApiCall` after ``close()``.
     public func send(_ request: ServiceRequest) async throws(NearbyError) -> ServiceResponse {
         var request = request
         do {
@@ -90,6 +99,7 @@ public final class MessageServiceClient: Sendable {
 
     /// Closes the connection; waits until it is closed.
     public func close() async {
+        state.withLock { $0.closing = true }
         outgoing.finish()
         let task = connection.withLock { $0 }
         task?.cancel()
@@ -116,6 +126,7 @@ public final class MessageServiceClient: Sendable {
             failure = (error as? NearbyError) ?? NearbyError(.endpointIoError, "the connection to the service failed", cause: error)
         }
         let waiting = state.withLock { state in
+            if state.closing { failure = NearbyError(.outOfOrderApiCall, "the connection to the service was closed by its client") }
             state.closed = failure
             defer { state.waiting = [:] }
             return Array(state.waiting.values)

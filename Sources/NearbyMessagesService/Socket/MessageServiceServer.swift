@@ -13,36 +13,49 @@ import Glibc
 ///
 /// Every connection is a client of the service: its requests are answered in order, and the events of its
 /// subscriptions (and of those it watches) are written between the responses. Connections run on NIO's event loop
-/// and as tasks, not threads. A client that stops reading is disconnected once ``maximumQueuedLines`` lines wait for
-/// it; a line that is not a request gets an error response and the connection goes on.
+/// and as tasks, not threads. Nothing the service does waits for a client: what a client is sent is queued for it,
+/// and a client that stops reading is disconnected (and logged) once more than its output limit (``defaultOutputLimit``
+/// unless ``bind(socketPath:service:outputLimit:logger:group:)`` says otherwise) waits for it, while the others go
+/// on. A line that is not a request gets an error response and the connection goes on.
 public final class MessageServiceServer: Sendable {
-    /// The most lines queued for one client before it is disconnected.
-    public static let maximumQueuedLines = 4096
+    /// The most bytes waiting to be written to one client (beyond what the socket itself buffers) before it is
+    /// disconnected: 4 MiB, room for several of the largest events.
+    public static let defaultOutputLimit = 4 * 1024 * 1024
 
     /// The socket's path.
     public let socketPath: URL
     private let listener: NIOAsyncChannel<NIOAsyncChannel<[UInt8], ByteBuffer>, Never>
     private let service: MessageService
+    private let outputLimit: Int
     private let logger: Logger
     private let connections = LockedValue<[ObjectIdentifier: any Channel]>([:])
 
     private init(
         socketPath: URL, listener: NIOAsyncChannel<NIOAsyncChannel<[UInt8], ByteBuffer>, Never>, service: MessageService,
-        logger: Logger
+        outputLimit: Int, logger: Logger
     ) {
         self.socketPath = socketPath
         self.listener = listener
         self.service = service
+        self.outputLimit = outputLimit
         self.logger = logger
     }
 
     /// Listens on `socketPath` (its directory is made with mode 0700, the socket gets mode 0600). A stale socket
     /// file (nobody answers on it) is replaced.
+    ///
+    /// - Parameters:
+    ///   - socketPath: Where to listen.
+    ///   - service: The service the connections are clients of.
+    ///   - outputLimit: The most bytes that may wait to be written to one client before it is disconnected
+    ///     (``defaultOutputLimit``; at least one line of ``ServiceCodec/maximumLineLength`` is always accepted).
+    ///   - logger: The logger.
+    ///   - group: The event loops.
     /// - Throws: `NearbyError` `.invalidArgument` when another service answers on the path, the path is not a
     ///   socket, or it cannot be bound.
     public static func bind(
-        socketPath: URL, service: MessageService, logger: Logger = Logger(label: "nearby.service"),
-        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        socketPath: URL, service: MessageService, outputLimit: Int = defaultOutputLimit,
+        logger: Logger = Logger(label: "nearby.service"), group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws(NearbyError) -> MessageServiceServer {
         let path = socketPath.path
         do {
@@ -60,7 +73,8 @@ public final class MessageServiceServer: Sendable {
                 }
             chmod(path, 0o600)
             logger.info("listening", metadata: ["socket": "\(path)"])
-            return MessageServiceServer(socketPath: socketPath, listener: listener, service: service, logger: logger)
+            return MessageServiceServer(
+                socketPath: socketPath, listener: listener, service: service, outputLimit: outputLimit, logger: logger)
         } catch let error as NearbyError {
             throw error
         } catch {
@@ -97,16 +111,29 @@ public final class MessageServiceServer: Sendable {
         let key = ObjectIdentifier(connection.channel)
         connections.withLock { $0[key] = connection.channel }
         defer { connections.withLock { $0[key] = nil } }
-        let (lines, queue) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(Self.maximumQueuedLines))
+        let (lines, queue) = AsyncStream<String>.makeStream()
+        let output = ClientOutput(limit: outputLimit)
         let logger = self.logger
+        let channel = connection.channel
+        let clientName = LockedValue("client")
+        // Called by the service (for events) and by the reader (for responses); never waits for the client.
         let enqueue: @Sendable (ServiceReply) -> Void = { reply in
             guard let line = try? ServiceCodec.encode(reply) else { return }
-            if case .dropped = queue.yield(line + "\n") {
-                logger.warning("a client does not read its events; disconnecting it")
+            switch output.add(line.utf8.count + 1) {
+            case .queued:
+                queue.yield(line + "\n")
+            case .overflowed(let waiting):
+                logger.warning(
+                    "a client does not read what it is sent; disconnecting it",
+                    metadata: ["client": "\(clientName.withLock { $0 })", "waiting_bytes": "\(waiting)"])
                 queue.finish()
+                channel.close(promise: nil)
+            case .closed:
+                break
             }
         }
         let client = await service.connect { enqueue(.event($0)) }
+        clientName.withLock { $0 = "\(client)" }
         let service = self.service
         do {
             try await connection.executeThenClose { inbound, outbound in
@@ -127,11 +154,14 @@ public final class MessageServiceServer: Sendable {
                         return .reader
                     }
                     group.addTask {
-                        for await line in lines { try await outbound.write(ByteBuffer(string: line)) }
+                        for await line in lines {
+                            try await outbound.write(ByteBuffer(string: line))
+                            output.written(line.utf8.count)
+                        }
                         return .writer
                     }
-                    // The writer ends after the reader (which finishes the queue), or first when the client stopped
-                    // reading: then the reader is cancelled too.
+                    // The writer ends after the reader (which finishes the queue), or first when the client was
+                    // disconnected for not reading: then the reader is cancelled too.
                     if try await group.next() == .writer { group.cancelAll() }
                     try await group.waitForAll()
                 }
