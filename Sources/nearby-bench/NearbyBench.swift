@@ -11,7 +11,9 @@ struct NearbyBench: AsyncParsableCommand {
         abstract: "Measure swift-nearby on this machine (loopback only) against baselines measured in the same run.",
         usage: "nearby-bench [--json] [--quick]",
         discussion: "--json prints one JSON object per line per figure; --quick uses small sizes. See Benchmarks/README.md.",
-        subcommands: [RunCommand.self, ReceiverCommand.self, BLEL2CAPCommand.self, BLEUpgradeCommand.self],
+        subcommands: [
+            RunCommand.self, ReceiverCommand.self, BLEL2CAPCommand.self, BLEL2CAPSendCommand.self, BLEUpgradeCommand.self,
+        ],
         defaultSubcommand: RunCommand.self)
 }
 
