@@ -23,12 +23,12 @@
 #       server) is found by our user-space host's `nearby send --medium ble --hci tcp:...` on the host, which sends
 #       bytes and a 20 kB file over L2CAP (--no-upgrade); the guest checks both payloads arrived;
 #   (k, l) `nearby send --hci bluez` in the guest to our user-space host's `nearby advertise` on the host: bytes + a
-#       1 MiB file over L2CAP (--no-upgrade), then (l, only with NEARBY_BLUEZ_VM_UPGRADE=1) with the bandwidth upgrade
+#       file (256 KiB; NEARBY_BLUEZ_VM_K_BYTES) over L2CAP (--no-upgrade), then (l, only with NEARBY_BLUEZ_VM_UPGRADE=1) with the bandwidth upgrade
 #       to Wi-Fi LAN (scripts/test-bluez-vm-send.sh);
 #   (m) `nearby beacons --hci bluez` sees an Eddystone-UID and an iBeacon from Bumble advertisers; (n) rfkill block
 #       and unblock under a BlueZ-backed advertiser (scripts/test-bluez-vm-radio.sh).
 # The guest gets QEMU user networking (for l) and the virtio console as its controller's wire (6x the UART's rate,
-# for k's 1 MiB); NEARBY_BLUEZ_VM_NET / NEARBY_BLUEZ_VM_WIRE override both, NEARBY_BLUEZ_VM_LE_ACL=251 the
+# for k's file); NEARBY_BLUEZ_VM_NET / NEARBY_BLUEZ_VM_WIRE override both, NEARBY_BLUEZ_VM_LE_ACL=251 the
 # controllers' LE ACL buffer size (Bumble's 27 by default).
 # Prints one "ok"/"FAIL" line per test with its time; exits non-zero when any fails. When the guest's command fails
 # before any test reported (no "ok"/"FAIL" line), the whole guest run is repeated once; test failures never are.
