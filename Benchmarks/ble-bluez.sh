@@ -5,9 +5,11 @@
 #
 #   Benchmarks/ble-bluez.sh [BYTES] [SDU]      (default 200000 bytes in 2000-byte SDUs)
 #
-# One controllers.py with three linked controllers: A serves (`nearby-l2cap-probe serve tcp:A`, our user-space
-# host, dynamic PSM, echoes every SDU), B is our user-space host as client (`nearby-l2cap-probe send tcp:B`), C is
-# the guest's hci0 (`nearby-l2cap-probe send bluez` inside scripts/with-bluez-vm.sh: the kernel's L2CAP socket).
+# One controllers.py with four linked controllers: A and D serve (`nearby-l2cap-probe serve`, our user-space host,
+# dynamic PSM, echoes every SDU), B is our user-space host as client of A (`nearby-l2cap-probe send tcp:B`), C is
+# the guest's hci0, client of D (`nearby-l2cap-probe send bluez` inside scripts/with-bluez-vm.sh: the kernel's
+# L2CAP socket). One server per client: a server that has had a channel stops advertising, and the Bumble link
+# then refuses the next LE connection to it (the kernel reports ECONNREFUSED).
 # Both clients send BYTES and read the echo at once; the rate is bytes per second per direction over the echo
 # (connect time excluded). Prints three JSON lines: each path, then the ratio kernel / user-space.
 #
@@ -40,21 +42,25 @@ json() { # path line
         "$1" "$wire" "$bytes" "$sdu" "$(rate "$2")"
 }
 
-"$python" Tests/BLE/controllers.py 3 --enhanced-connection-complete >"$work/controllers.out" 2>"$work/controllers.log" &
+"$python" Tests/BLE/controllers.py 4 --enhanced-connection-complete >"$work/controllers.out" 2>"$work/controllers.log" &
 pids+=($!)
 wait_for "$work/controllers.out" '^READY'
-read -r _ port_a port_b port_c <"$work/controllers.out"
+read -r _ port_a port_b port_c port_d <"$work/controllers.out"
 
-"$probe" serve "tcp:127.0.0.1:$port_a" dynamic 2 >"$work/serve.out" 2>&1 &
-pids+=($!)
-wait_for "$work/serve.out" '^READY'
-read -r _ address psm <"$work/serve.out"
+for server in a d; do
+    port_var="port_$server"
+    "$probe" serve "tcp:127.0.0.1:${!port_var}" dynamic 1 >"$work/serve-$server.out" 2>&1 &
+    pids+=($!)
+    wait_for "$work/serve-$server.out" '^READY'
+done
+read -r _ address psm <"$work/serve-a.out"
+read -r _ kernel_address kernel_psm <"$work/serve-d.out"
 
 user="$("$probe" send "tcp:127.0.0.1:$port_b" "$address" "$psm" "$bytes" "$sdu" | grep '^ok ')"
 json "user-space host <-> user-space host" "$user"
 
 kernel="$(NEARBY_BLUEZ_VM_HCI_PORT="$port_c" NEARBY_BLUEZ_VM_WIRE="$wire" NEARBY_BLUEZ_VM_TIMEOUT=120 \
-    scripts/with-bluez-vm.sh "$probe" send bluez "$address" "$psm" "$bytes" "$sdu" | grep '^ok ')"
+    scripts/with-bluez-vm.sh "$probe" send bluez "$kernel_address" "$kernel_psm" "$bytes" "$sdu" | grep '^ok ')"
 json "guest kernel socket (BlueZ) <-> user-space host" "$kernel"
 
 awk -v k="$(rate "$kernel")" -v u="$(rate "$user")" \
