@@ -348,7 +348,7 @@ boot_guest() {
     boot_failure=""
     if [[ ! -f "$dir/started" ]]; then
         local last
-        last="$(grep -aE 'Kernel panic|bluez-vm-(guest|init):|BUG:|Oops' "$dir/console.log" 2>/dev/null | tail -n 1 | tr -d '\r')"
+        last="$(grep -aE 'Kernel panic|bluez-vm-(guest|init):|BUG:|Oops' "$dir/console.log" 2>/dev/null | tail -n 1 | tr -d '\r' || true)"
         if ((deadline_hit)); then
             boot_failure="CMD had not started ${boot_timeout} s after boot (NEARBY_BLUEZ_VM_BOOT_TIMEOUT)"
         elif ((qemu_rc != 124 && qemu_rc != 137)); then # not the hard timeout: that is final
