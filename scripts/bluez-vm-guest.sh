@@ -73,6 +73,8 @@ done
 mark bluetoothd_ready
 
 cd "$bluez_vm_cwd" || fail "no $bluez_vm_cwd in the guest"
+# The marker with-bluez-vm.sh looks for: without it, the guest failed before CMD and the boot is retried once.
+: >"$out/started"
 "${bluez_vm_command[@]}" >"$out/stdout" 2>"$out/stderr" </dev/null
 rc=$?
 mark command_done

@@ -21,8 +21,17 @@
 #       from our user-space host on the host (nearby-l2cap-probe send tcp:...) and large SDUs echo both ways;
 #   (j) `nearby advertise --medium ble --hci bluez` in the guest (BlueZGAP: LEAdvertisingManager1 + kernel L2CAP
 #       server) is found by our user-space host's `nearby send --medium ble --hci tcp:...` on the host, which sends
-#       bytes and a 20 kB file over L2CAP (--no-upgrade); the guest checks both payloads arrived.
-# Prints one "ok"/"FAIL" line per test with its time; exits non-zero when any fails.
+#       bytes and a 20 kB file over L2CAP (--no-upgrade); the guest checks both payloads arrived;
+#   (k, l) `nearby send --hci bluez` in the guest to our user-space host's `nearby advertise` on the host: bytes + a
+#       file (256 KiB; NEARBY_BLUEZ_VM_K_BYTES) over L2CAP (--no-upgrade), then (l, only with NEARBY_BLUEZ_VM_UPGRADE=1) with the bandwidth upgrade
+#       to Wi-Fi LAN (scripts/test-bluez-vm-send.sh);
+#   (m) `nearby beacons --hci bluez` sees an Eddystone-UID and an iBeacon from Bumble advertisers; (n) rfkill block
+#       and unblock under a BlueZ-backed advertiser (scripts/test-bluez-vm-radio.sh).
+# The guest gets QEMU user networking (for l) and the virtio console as its controller's wire (6x the UART's rate,
+# for k's file); NEARBY_BLUEZ_VM_NET / NEARBY_BLUEZ_VM_WIRE override both, NEARBY_BLUEZ_VM_LE_ACL=251 the
+# controllers' LE ACL buffer size (Bumble's 27 by default).
+# Prints one "ok"/"FAIL" line per test with its time; exits non-zero when any fails. When the guest's command fails
+# before any test reported (no "ok"/"FAIL" line), the whole guest run is repeated once; test failures never are.
 # NEARBY_BLUEZ_VM_GUEST_CMD replaces the guest's command (for debugging, e.g. a script that starts btmon first).
 #
 # Expects scripts/install-deps.sh to have run, .build/debug/nearby to be built and the kernel to be fetched
@@ -32,10 +41,8 @@ set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
-
 echo_address=C0:00:00:00:00:EC
 echo_psm=133
-
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
@@ -129,9 +136,14 @@ check_bluez_dbus_on_host() {
 # Test j (a BlueZ-backed nearby advertise in the guest, nearby send from the host): its functions.
 # shellcheck source=scripts/test-bluez-vm-nearby.sh
 source "$repo_root/scripts/test-bluez-vm-nearby.sh"
+# shellcheck source=scripts/test-bluez-vm-send.sh
+source "$repo_root/scripts/test-bluez-vm-send.sh"
+# shellcheck source=scripts/test-bluez-vm-radio.sh
+source "$repo_root/scripts/test-bluez-vm-radio.sh"
 
 # --- inside the guest ---------------------------------------------------------------------------------------
 if [[ "${1:-}" == --guest ]]; then
+    set +e # each step checks its own result (errexit once ended the guest silently before test a)
     failures=0
     report() { # report NAME OK? STARTED DETAIL
         if [[ "$2" == 1 ]]; then
@@ -251,6 +263,8 @@ if [[ "${1:-}" == --guest ]]; then
     report "i: our kernel L2CAP server (dynamic PSM ${psm:-?}) echoes large SDUs to our user-space host" "$ok" \
         "$started" "[$(tr '\n' ' ' </tmp/kernel-serve.out)]"
     bluez_nearby_guest_test
+    bluez_send_guest_tests
+    bluez_radio_guest_tests
     exit $((failures > 0))
 fi
 
@@ -294,12 +308,14 @@ wait_for() {
 total_started="$(now)"
 # Linked controllers: 0 for the guest's BlueZ, 1 for nearby advertise, 2 for the Bumble echo server, 3 and 4 for
 # the Bumble scanner and advertiser of the NearbyBlueZ tests (e-g), 5 and 6 for nearby-l2cap-probe's server and
-# client (tests h and i), 7 for nearby send to the guest's BlueZ-backed nearby advertise (test j).
-"$python" Tests/BLE/controllers.py 8 --enhanced-connection-complete >"$work/controllers.out" 2>"$work/controllers.log" &
+# client (tests h and i), 7 for nearby send to the guest's BlueZ-backed nearby advertise (test j), 8 for the
+# nearby advertise that the guest's nearby send finds (k, l), 9 and 10 for the Eddystone and iBeacon beacons (m).
+"$python" Tests/BLE/controllers.py 11 --enhanced-connection-complete ${NEARBY_BLUEZ_VM_LE_ACL:+--le-acl-length=$NEARBY_BLUEZ_VM_LE_ACL} \
+    >"$work/controllers.out" 2>"$work/controllers.log" &
 pids+=($!)
 wait_for "$work/controllers.out" '^READY' "${pids[-1]}" 20
 read -r _ guest_port advertiser_port echo_port dbus_scanner_port dbus_beacon_port probe_server_port probe_client_port \
-    j_sender_port <"$work/controllers.out"
+    j_sender_port k_receiver_port m_eddystone_port m_ibeacon_port <"$work/controllers.out"
 
 "$nearby" advertise --service-id com.example.bluez.vm --name vmrig --accept --json --medium ble \
     --hci "tcp:127.0.0.1:$advertiser_port" >"$work/advertise.out" 2>"$work/advertise.log" &
@@ -339,12 +355,23 @@ known_runs="$(ls -d .build-vm/runs/run.* 2>/dev/null || true)"
 ) >"$work/probe-send.out" 2>&1 &
 pids+=($!)
 start_bluez_nearby_sender "$j_sender_port"
+start_bluez_send_receiver "$k_receiver_port"
+start_bluez_radio_peers "$m_eddystone_port" "$m_ibeacon_port"
 
 echo "test-bluez-vm: host side ready in $(since "$total_started") s; booting the guest" >&2
 set +e
-NEARBY_BLUEZ_VM_HCI_PORT="$guest_port" NEARBY_BLUEZ_VM_TIMEOUT="${NEARBY_BLUEZ_VM_TIMEOUT:-240}" \
-    scripts/with-bluez-vm.sh ${NEARBY_BLUEZ_VM_GUEST_CMD:-scripts/test-bluez-vm.sh --guest}
-rc=$?
+for attempt in 1 2; do
+    NEARBY_BLUEZ_VM_HCI_PORT="$guest_port" NEARBY_BLUEZ_VM_TIMEOUT="${NEARBY_BLUEZ_VM_TIMEOUT:-240}" \
+        NEARBY_BLUEZ_VM_NET="${NEARBY_BLUEZ_VM_NET-user}" NEARBY_BLUEZ_VM_WIRE="${NEARBY_BLUEZ_VM_WIRE-virtio}" \
+        scripts/with-bluez-vm.sh ${NEARBY_BLUEZ_VM_GUEST_CMD:-scripts/test-bluez-vm.sh --guest} | tee "$work/guest.out"
+    rc=${PIPESTATUS[0]}
+    # with-bluez-vm.sh boots again when the guest fails before CMD; this is CMD failing before its first test.
+    if ((rc == 0 || attempt == 2)) || grep -qE '^(ok|FAIL) ' "$work/guest.out"; then
+        break
+    fi
+    echo "test-bluez-vm: the guest failed (exit $rc) before any test reported; running it once more" >&2
+    known_runs="$(ls -d .build-vm/runs/run.* 2>/dev/null || true)"
+done
 set -e
 if ! kill -0 "${pids[1]}" 2>/dev/null; then
     echo "FAIL d: nearby advertise exited while the guest ran" >&2
@@ -352,6 +379,8 @@ if ! kill -0 "${pids[1]}" 2>/dev/null; then
 fi
 check_bluez_dbus_on_host
 check_bluez_nearby_on_host
+check_bluez_send_on_host "$work/guest.out"
+check_bluez_radio_on_host
 if grep -q '^ok ' "$work/probe-send.out" && grep -q '^served' "$work/probe-serve.out"; then
     echo "ok   h/i (host side): $(grep '^served' "$work/probe-serve.out"); $(grep '^ok ' "$work/probe-send.out")"
 else
@@ -360,7 +389,8 @@ else
 fi
 echo "test-bluez-vm: $( ((rc == 0)) && echo passed || echo "FAILED ($rc)") in $(since "$total_started") s" >&2
 if ((rc != 0)); then
-    for f in advertise.log echo.out controllers.log probe-serve.out probe-send.out dbus-beacon.out j-send.out j-send.log; do
+    for f in advertise.log echo.out controllers.log probe-serve.out probe-send.out dbus-beacon.out j-send.out j-send.log \
+        k-advertise.out k-advertise.log; do
         printf -- '--- %s (last 20 lines)\n' "$f" >&2
         tail -n 20 "$work/$f" >&2
     done

@@ -12,6 +12,10 @@
 # Other exit codes: 124 the guest ran longer than the timeout; 125 the guest did not get as far as running CMD
 # (its console log and the daemons' logs are printed to stderr).
 #
+# A guest that stops, or has not started CMD within NEARBY_BLUEZ_VM_BOOT_TIMEOUT seconds, before CMD ran (no
+# "started" marker in its run folder: a TCG kernel panic at boot, bluetoothd not coming up) is booted once more,
+# in a fresh run folder, after printing why. CMD is never run twice: once it started, its result is final.
+#
 # --prepare  only fetch the kernel and build the initramfs (needs network; run it before entering a namespace
 #            without network). Without CMD, this is what happens.
 #
@@ -20,6 +24,8 @@
 #                                ports, linked to the controllers your host-side peers use). Without it, a single
 #                                controller is started here for the run.
 #   NEARBY_BLUEZ_VM_TIMEOUT      hard limit for the whole guest in seconds (default 300).
+#   NEARBY_BLUEZ_VM_BOOT_TIMEOUT seconds the guest may take to start CMD before it is stopped and booted again
+#                                (default 150; at most one retry, and no retry once CMD started).
 #   NEARBY_BLUEZ_VM_EXPERIMENTAL 1: start bluetoothd with -E (experimental D-Bus interfaces).
 #   NEARBY_BLUEZ_VM_NET          user: give the guest QEMU user networking (eth0 10.0.2.15; the host's loopback is
 #                                10.0.2.2). Default: no network device.
@@ -262,73 +268,104 @@ if [[ -z "$hci_port" ]]; then
     hci_port="$(awk '/^READY/ { print $2 }' "$run_dir/controllers.out")"
 fi
 
-# What the guest runs: start.sh (bash, in the chroot) runs the checked-in guest script, which sources env.
-{
-    printf 'export NEARBY_BLUEZ_VM=1 NEARBY_BLUEZ_VM_OUT=/run/bluez-vm NEARBY_BLUEZ_VM_HCI=hci0 HOME=/tmp\n'
-    while IFS= read -r name; do
-        case "$name" in
-        PATH | LANG | LC_* | NEARBY_*) printf 'export %s=%q\n' "$name" "${!name}" ;;
-        esac
-    done < <(compgen -e)
-    printf 'bluez_vm_kernel_dir=%q\n' "$cache/kernel/$kernel_release"
-    printf 'bluez_vm_kernel_release=%q\n' "$kernel_release"
-    printf 'bluez_vm_cwd=%q\n' "$PWD"
-    printf 'bluez_vm_experimental=%q\n' "${NEARBY_BLUEZ_VM_EXPERIMENTAL:-0}"
-    printf 'bluez_vm_net=%q\n' "${NEARBY_BLUEZ_VM_NET:-}"
+# boot_guest RUN_DIR: writes the run's env and start.sh, runs QEMU until it exits (or the hard timeout, or the boot
+# deadline without the "started" marker). Sets qemu_rc and boot_failure (why the guest stopped before CMD, or "").
+boot_guest() {
+    local dir="$1" boot_timeout="${NEARBY_BLUEZ_VM_BOOT_TIMEOUT:-150}" started_at tail_pid="" deadline_hit=0
+    # What the guest runs: start.sh (bash, in the chroot) runs the checked-in guest script, which sources env.
+    {
+        printf 'export NEARBY_BLUEZ_VM=1 NEARBY_BLUEZ_VM_OUT=/run/bluez-vm NEARBY_BLUEZ_VM_HCI=hci0 HOME=/tmp\n'
+        while IFS= read -r name; do
+            case "$name" in
+            PATH | LANG | LC_* | NEARBY_*) printf 'export %s=%q\n' "$name" "${!name}" ;;
+            esac
+        done < <(compgen -e)
+        printf 'bluez_vm_kernel_dir=%q\n' "$cache/kernel/$kernel_release"
+        printf 'bluez_vm_kernel_release=%q\n' "$kernel_release"
+        printf 'bluez_vm_cwd=%q\n' "$PWD"
+        printf 'bluez_vm_experimental=%q\n' "${NEARBY_BLUEZ_VM_EXPERIMENTAL:-0}"
+        printf 'bluez_vm_net=%q\n' "${NEARBY_BLUEZ_VM_NET:-}"
+        if [[ "${NEARBY_BLUEZ_VM_WIRE:-uart}" == virtio ]]; then
+            printf 'bluez_vm_tty=/dev/hvc0\n'
+        else
+            printf 'bluez_vm_tty=/dev/ttyS1\n'
+        fi
+        printf 'bluez_vm_command=('
+        printf '%q ' "${command[@]}"
+        printf ')\n'
+    } >"$dir/env"
+    printf 'exec /bin/bash %q\n' "$guest_script" >"$dir/start.sh"
+
+    local qemu_args=(
+        -accel tcg -cpu max -smp 1 -m 1024
+        -nodefaults -no-user-config -display none -no-reboot
+        -kernel "$cache/kernel/$kernel_release/boot/vmlinuz-$kernel_release"
+        -initrd "$cache/initramfs-$kernel_release.cpio.gz"
+        -append "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init"
+        -fsdev "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap"
+        -device "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot"
+        -fsdev "local,id=out,path=$dir,security_model=none"
+        -device "virtio-9p-pci,fsdev=out,mount_tag=out"
+        -chardev "file,id=console,path=$dir/console.log"
+        -serial chardev:console
+        -chardev "socket,id=bt,host=127.0.0.1,port=$hci_port"
+    )
     if [[ "${NEARBY_BLUEZ_VM_WIRE:-uart}" == virtio ]]; then
-        printf 'bluez_vm_tty=/dev/hvc0\n'
+        qemu_args+=(-device virtio-serial-pci -device virtconsole,chardev=bt)
     else
-        printf 'bluez_vm_tty=/dev/ttyS1\n'
+        qemu_args+=(-serial chardev:bt)
     fi
-    printf 'bluez_vm_command=('
-    printf '%q ' "$@"
-    printf ')\n'
-} >"$run_dir/env"
-printf 'exec /bin/bash %q\n' "$guest_script" >"$run_dir/start.sh"
+    if [[ "${NEARBY_BLUEZ_VM_NET:-}" == user ]]; then
+        qemu_args+=(-nic user,model=virtio-net-pci)
+    else
+        qemu_args+=(-nic none)
+    fi
 
-qemu_args=(
-    -accel tcg -cpu max -smp 1 -m 1024
-    -nodefaults -no-user-config -display none -no-reboot
-    -kernel "$cache/kernel/$kernel_release/boot/vmlinuz-$kernel_release"
-    -initrd "$cache/initramfs-$kernel_release.cpio.gz"
-    -append "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init"
-    -fsdev "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap"
-    -device "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot"
-    -fsdev "local,id=out,path=$run_dir,security_model=none"
-    -device "virtio-9p-pci,fsdev=out,mount_tag=out"
-    -chardev "file,id=console,path=$run_dir/console.log"
-    -serial chardev:console
-    -chardev "socket,id=bt,host=127.0.0.1,port=$hci_port"
-)
-if [[ "${NEARBY_BLUEZ_VM_WIRE:-uart}" == virtio ]]; then
-    qemu_args+=(-device virtio-serial-pci -device virtconsole,chardev=bt)
-else
-    qemu_args+=(-serial chardev:bt)
-fi
-if [[ "${NEARBY_BLUEZ_VM_NET:-}" == user ]]; then
-    qemu_args+=(-nic user,model=virtio-net-pci)
-else
-    qemu_args+=(-nic none)
-fi
+    started_at="$(now)"
+    timeout --signal=TERM --kill-after=10s "$timeout_seconds" qemu-system-x86_64 "${qemu_args[@]}" \
+        </dev/null >"$dir/qemu.log" 2>&1 &
+    qemu_pid=$!
+    if [[ "${NEARBY_BLUEZ_VM_VERBOSE:-0}" == 1 ]]; then
+        tail -n +1 -F --pid="$qemu_pid" "$dir/console.log" >&2 2>/dev/null &
+        tail_pid=$!
+    fi
+    # Until CMD starts, watch the boot deadline; after that, only the hard timeout applies.
+    while kill -0 "$qemu_pid" 2>/dev/null && [[ ! -f "$dir/started" ]]; do
+        if awk -v a="$started_at" -v b="$(now)" -v t="$boot_timeout" 'BEGIN { exit !(b - a > t) }'; then
+            deadline_hit=1
+            kill -TERM "$qemu_pid" 2>/dev/null || true
+            break
+        fi
+        sleep 0.5
+    done
+    set +e
+    wait "$qemu_pid"
+    qemu_rc=$?
+    set -e
+    qemu_pid=""
+    [[ -z "$tail_pid" ]] || wait "$tail_pid" 2>/dev/null || true
+    log "guest ran for $(elapsed "$started_at") s"
+    boot_failure=""
+    if [[ ! -f "$dir/started" ]]; then
+        local last
+        last="$(grep -aE 'Kernel panic|bluez-vm-(guest|init):|BUG:|Oops' "$dir/console.log" 2>/dev/null | tail -n 1 | tr -d '\r' || true)"
+        if ((deadline_hit)); then
+            boot_failure="CMD had not started ${boot_timeout} s after boot (NEARBY_BLUEZ_VM_BOOT_TIMEOUT)"
+        elif ((qemu_rc != 124 && qemu_rc != 137)); then # not the hard timeout: that is final
+            boot_failure="the guest stopped before CMD started (qemu exit $qemu_rc)"
+        fi
+        [[ -z "$boot_failure" || -z "$last" ]] || boot_failure+="; console: ${last:0:200}"
+    fi
+}
 
-started="$(now)"
-timeout --signal=TERM --kill-after=10s "$timeout_seconds" qemu-system-x86_64 "${qemu_args[@]}" \
-    </dev/null >"$run_dir/qemu.log" 2>&1 &
-qemu_pid=$!
-tail_pid=""
-if [[ "${NEARBY_BLUEZ_VM_VERBOSE:-0}" == 1 ]]; then
-    tail -n +1 -F --pid="$qemu_pid" "$run_dir/console.log" >&2 2>/dev/null &
-    tail_pid=$!
+command=("$@")
+boot_guest "$run_dir"
+if [[ -n "$boot_failure" ]]; then
+    log "boot failed, booting once more: $boot_failure (logs kept in ${run_dir#"$repo_root"/})"
+    [[ ! -s "$run_dir/console.log" ]] || { echo '--- console.log (last 15 lines)'; tail -n 15 "$run_dir/console.log"; } >&2
+    run_dir="$(mktemp -d "$cache/runs/run.XXXXXX")"
+    boot_guest "$run_dir"
 fi
-set +e
-wait "$qemu_pid"
-qemu_rc=$?
-set -e
-qemu_pid=""
-if [[ -n "$tail_pid" ]]; then
-    wait "$tail_pid" 2>/dev/null || true
-fi
-log "guest ran for $(elapsed "$started") s"
 
 [[ -f "$run_dir/stdout" ]] && cat "$run_dir/stdout"
 [[ -f "$run_dir/stderr" ]] && cat "$run_dir/stderr" >&2
@@ -348,7 +385,7 @@ if ((qemu_rc == 124 || qemu_rc == 137)); then
     log "the guest did not finish within ${timeout_seconds} s (NEARBY_BLUEZ_VM_TIMEOUT)"
     final=124
 else
-    log "the guest stopped before CMD finished (qemu exit $qemu_rc)"
+    log "the guest stopped before CMD finished (qemu exit $qemu_rc${boot_failure:+; $boot_failure})"
     final=125
 fi
 for f in qemu.log console.log btattach.log bluetoothd.log dbus.log; do

@@ -82,7 +82,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-async def main(count, controller_class):
+async def main(count, controller_class, le_acl_length=None):
     exit_with_parent()
     link = ConnectionAddressLink()
     keep = []
@@ -100,6 +100,9 @@ async def main(count, controller_class):
         controller = controller_class(
             f'C{index}', host_source=transport.source, host_sink=transport.sink, link=link,
             public_address=f'F0:F1:F2:F3:F4:{index:02X}')
+        if le_acl_length:
+            # Bumble's default LE ACL buffer is 27 bytes (the kernel then uses an L2CAP MPS of 23).
+            controller.le_acl_data_packet_length = le_acl_length
         keep.append((transport, controller))
         ports.append(port)
     print('READY', *ports, flush=True)
@@ -110,6 +113,8 @@ if __name__ == '__main__':
     arguments = sys.argv[1:]
     logging.basicConfig(level=logging.DEBUG if '--debug' in arguments else logging.ERROR)
     numbers = [int(a) for a in arguments if a.isdigit()]
+    # --le-acl-length=N: the controllers' LE ACL buffer size (default Bumble's 27; up to 251).
+    acl = next((int(a.split('=', 1)[1]) for a in arguments if a.startswith('--le-acl-length=')), None)
     asyncio.run(main(numbers[0] if numbers else 2,
                      EnhancedConnectionCompleteController if '--enhanced-connection-complete' in arguments
-                     else ResettingController))
+                     else ResettingController, acl))

@@ -27,6 +27,44 @@ import Testing
             BlueZScanReport(address: "nonsense", addressType: "random", serviceData: [:], rssi: nil)) == nil)
     }
 
+    @Test func manufacturerDataBecomesManufacturerSpecificADStructures() throws {
+        // An iBeacon as BlueZ reports it: ManufacturerData {0x004C: 02 15 <uuid> <major> <minor> <power>}.
+        let iBeacon: [UInt8] = [0x02, 0x15] + Array(repeating: 0xAB, count: 16) + [0x00, 0x01, 0x00, 0x02, 0xC5]
+        let report = BlueZScanReport(
+            address: "C0:00:00:00:00:1B", addressType: "random", serviceData: [BlueZ.uuid(0xFEAA): [0x00, 0xEE]],
+            rssi: -60, manufacturerData: [0x004C: iBeacon, 0x0118: [1, 2]])
+        let converted = try #require(BlueZRadioMapping.advertisingReport(report))
+        let structures = try AdvertisingData.structures(converted.data)
+        #expect(structures.map(\.type) == [0x01, 0x16, 0xFF, 0xFF])
+        // Sorted by company identifier: Apple (0x004C) first.
+        #expect(structures[2].value == [0x4C, 0x00] + iBeacon)
+        #expect(structures[3].value == [0x18, 0x01, 1, 2])
+        #expect(AdvertisingData.serviceData(converted.data, uuid: 0xFEAA) == [0x00, 0xEE])
+    }
+
+    @Test func deviceReportsReadManufacturerDataAndReportItsChanges() throws {
+        var table = BlueZDeviceReports(adapterPath: "/org/bluez/hci0")
+        let path = "/org/bluez/hci0/dev_C0_00_00_00_00_1B"
+        let addedReport = table.interfacesAdded(path: path, interfaces: [BlueZ.deviceInterface: [
+            "Address": .string("C0:00:00:00:00:1B"), "AddressType": .string("random"),
+            "ManufacturerData": manufacturerData([0x004C: [0x02, 0x15, 1]]),
+        ]])
+        let added = try #require(addedReport)
+        #expect(added.manufacturerData == [0x004C: [0x02, 0x15, 1]])
+        // BlueZ signals ManufacturerData alone for every advertisement under a filter with DuplicateData.
+        let changedReport = table.propertiesChanged(
+            path: path, changed: ["ManufacturerData": manufacturerData([0x004C: [0x02, 0x15, 2]])])
+        let changed = try #require(changedReport)
+        #expect(changed.manufacturerData == [0x004C: [0x02, 0x15, 2]])
+        let nameOnly = table.propertiesChanged(path: path, changed: ["Name": .string("x")])
+        #expect(nameOnly == nil)
+        // A malformed value (not a{qv} of ay) leaves the last good data.
+        let malformedReport = table.propertiesChanged(
+            path: path, changed: ["ManufacturerData": .properties(["76": .bytes([9])]), "RSSI": .int16(-70)])
+        let malformed = try #require(malformedReport)
+        #expect(malformed.manufacturerData == [0x004C: [0x02, 0x15, 2]])
+    }
+
     @Test func adapterStatesMapToRadioStates() {
         let on = BlueZAdapterState(path: "/org/bluez/hci0", address: "F0:F1:F2:F3:F4:00", powered: true)
         var off = on
@@ -72,6 +110,14 @@ import Testing
             let report = try await scan.waitFor("a report") { $0 }
             #expect(AdvertisingData.serviceData(report.data, uuid: 0xFEF3) == [0xCA, 0xFE])
             #expect(report.rssi == -50)
+            try await first.addDevice("dev_C0_00_00_00_00_1B", properties: [
+                "Address": .string("C0:00:00:00:00:1B"), "AddressType": .string("random"),
+                "ManufacturerData": manufacturerData([0x004C: [0x02, 0x15, 0x07]]),
+            ])
+            let beacon = try await scan.waitFor("the manufacturer data report") { report in
+                report.address == BLEAddress(string: "C0:00:00:00:00:1B/random") ? report : nil
+            }
+            #expect(try AdvertisingData.structures(beacon.data).last?.value == [0x4C, 0x00, 0x02, 0x15, 0x07])
 
             await first.connection.close()
             _ = try await states.waitFor("bluetoothd gone") { $0.contains("bluetoothd") ? true : nil }
@@ -101,4 +147,11 @@ private func isPowered(_ state: BLERadioState) -> Bool {
 private func message(_ state: BLERadioState) -> String? {
     if case .unavailable(let error) = state { return error.message }
     return nil
+}
+
+/// `a{qv}` as BlueZ sends `Device1.ManufacturerData`: company identifier → variant of `ay`.
+private func manufacturerData(_ map: [UInt16: [UInt8]]) -> DBusValue {
+    .dictionary(keySignature: "q", valueSignature: "v", map.sorted { $0.key < $1.key }.map {
+        DBusDictionaryEntry(key: .uint16($0.key), value: .variant(.bytes($0.value)))
+    })
 }

@@ -39,6 +39,31 @@ import Testing
         }
     }
 
+    @Test func advertisementIsRegisteredAgainAfterThePowerCycleOfRfkill() async throws {
+        try await withPrivateBus { bus in
+            let fake = try await FakeBlueZ(bus: bus)
+            let client = try await bus.connect()
+            let adapter = try await BlueZAdapter.find(on: client, name: "hci0")
+            let advertiser = BlueZAdvertiser(adapter: adapter)
+            let events = await record(advertiser.events)
+            try await advertiser.start(.nearby([1, 2, 3], extended: false))
+            _ = try await events.waitFor("registered") { $0 == .registered(adapterPath: "/org/bluez/hci0", count: 1) ? true : nil }
+            // rfkill block: bluetoothd powers the adapter off and drops the instance without calling Release.
+            try await fake.connection.emitPropertiesChanged(
+                path: FakeBlueZ.adapterPath, interface: BlueZ.adapterInterface, changed: ["Powered": .boolean(false)])
+            _ = try await events.waitFor("unregistered") { $0 == .unregistered(reason: "adapter powered off") ? true : nil }
+            try await fake.connection.emitPropertiesChanged(
+                path: FakeBlueZ.adapterPath, interface: BlueZ.adapterInterface, changed: ["Powered": .boolean(true)])
+            _ = try await events.waitFor("registered again") { $0 == .registered(adapterPath: "/org/bluez/hci0", count: 2) ? true : nil }
+            #expect(fake.registrations.withLock { $0.count } == 2)
+            await events.stop()
+            await advertiser.stop()
+            await adapter.stop()
+            await fake.connection.close()
+            await client.close()
+        }
+    }
+
     @Test func findFailsWithoutTheDaemon() async throws {
         try await withPrivateBus { bus in
             let client = try await bus.connect()

@@ -7,7 +7,8 @@ package enum BlueZAdvertiserEvent: Sendable, Hashable {
     /// BlueZ accepted the advertisement (`RegisterAdvertisement` returned); `count` numbers the registrations of
     /// this advertiser, so a count above 1 means it was registered again after `bluetoothd` or the adapter came back.
     case registered(adapterPath: String, count: Int)
-    /// The advertisement is no longer on air: `bluetoothd` went away, the adapter was removed, or BlueZ released it.
+    /// The advertisement is no longer on air: `bluetoothd` went away, the adapter was removed or powered off (rfkill
+    /// too), or BlueZ released it.
     case unregistered(reason: String)
     /// Registering again failed; it is retried on the next adapter change.
     case failed(String)
@@ -27,6 +28,10 @@ package actor BlueZAdvertiser {
     package nonisolated let objectPath: String
     private let current = LockedValue<BlueZAdvertisement?>(nil)
     private var registeredOn: String?
+    /// Where the advertisement was registered when the adapter powered off: BlueZ 5.66 then drops the advertising
+    /// instance without calling `Release` (seen with rfkill in the VM rig), so it is unregistered and registered
+    /// again once the adapter is powered.
+    private var droppedOn: String?
     private var registering = false
     private var registrations = 0
     private var watcher: Task<Void, Never>?
@@ -150,6 +155,11 @@ package actor BlueZAdvertiser {
             eventContinuation.yield(.unregistered(reason: event == .daemonGone ? "bluetoothd went away" : "adapter removed"))
         case .available(let state) where state.powered:
             await registerAgain()
+        case .powered(false):
+            guard let path = registeredOn else { return }
+            registeredOn = nil
+            droppedOn = path
+            eventContinuation.yield(.unregistered(reason: "adapter powered off"))
         case .powered(true):
             await registerAgain()
         case .interfacesAdded(let names) where names.contains(BlueZ.advertisingManagerInterface):
@@ -160,6 +170,13 @@ package actor BlueZAdvertiser {
     }
 
     private func registerAgain() async {
+        if let path = droppedOn {
+            droppedOn = nil
+            // bluetoothd may still hold the registration (AlreadyExists otherwise); DoesNotExist is fine too.
+            _ = try? await adapter.client.call(
+                destination: BlueZ.service, path: path, interface: BlueZ.advertisingManagerInterface,
+                member: "UnregisterAdvertisement", arguments: [.objectPath(objectPath)], timeout: .seconds(5))
+        }
         do {
             try await register()
         } catch {

@@ -1,4 +1,5 @@
-/// One advertisement as BlueZ discovery reports it (`org.bluez.Device1`): who sent it, its service data, its RSSI.
+/// One advertisement as BlueZ discovery reports it (`org.bluez.Device1`): who sent it, its service data and
+/// manufacturer data, its RSSI.
 package struct BlueZScanReport: Sendable, Hashable {
     /// The sender's address, `AA:BB:CC:DD:EE:FF`.
     package var address: String
@@ -8,13 +9,19 @@ package struct BlueZScanReport: Sendable, Hashable {
     package var serviceData: [String: [UInt8]]
     /// The signal strength in dBm, when BlueZ knows it.
     package var rssi: Int?
+    /// Manufacturer-specific data (`Device1.ManufacturerData`, `a{qv}`): company identifier → the bytes after it.
+    package var manufacturerData: [UInt16: [UInt8]]
 
     /// Creates a report.
-    package init(address: String, addressType: String, serviceData: [String: [UInt8]], rssi: Int?) {
+    package init(
+        address: String, addressType: String, serviceData: [String: [UInt8]], rssi: Int?,
+        manufacturerData: [UInt16: [UInt8]] = [:]
+    ) {
         self.address = address
         self.addressType = addressType
         self.serviceData = serviceData
         self.rssi = rssi
+        self.manufacturerData = manufacturerData
     }
 
     /// The service data of a 16-bit UUID (e.g. 0xFEF3), if present.
@@ -25,12 +32,13 @@ package struct BlueZScanReport: Sendable, Hashable {
 
 /// The devices below one adapter, fed the object manager's signals; turns fresh advertisement data (a new
 /// `Device1`, or `ServiceData`/`RSSI` changing, which BlueZ signals for every advertisement under a discovery
-/// filter with `DuplicateData`) into `BlueZScanReport`s. Pure value type, no D-Bus.
+/// filter with `DuplicateData`; `ManufacturerData` likewise) into `BlueZScanReport`s. Pure value type, no D-Bus.
 package struct BlueZDeviceReports: Sendable {
     private struct Device: Sendable {
         var address = ""
         var addressType = "public"
         var serviceData: [String: [UInt8]] = [:]
+        var manufacturerData: [UInt16: [UInt8]] = [:]
         var rssi: Int?
     }
 
@@ -71,12 +79,14 @@ package struct BlueZDeviceReports: Sendable {
         if interfaces.contains(BlueZ.deviceInterface) { devices[path] = nil }
     }
 
-    /// `PropertiesChanged` of a `Device1`: reported when service data or RSSI changed.
+    /// `PropertiesChanged` of a `Device1`: reported when service data, manufacturer data or RSSI changed.
     package mutating func propertiesChanged(path: String, changed: [String: DBusValue]) -> BlueZScanReport? {
         guard var device = devices[path], isDevice(path) else { return nil }
         merge(changed, into: &device)
         devices[path] = device
-        guard changed["ServiceData"] != nil || changed["RSSI"] != nil else { return nil }
+        guard changed["ServiceData"] != nil || changed["ManufacturerData"] != nil || changed["RSSI"] != nil else {
+            return nil
+        }
         return report(device)
     }
 
@@ -95,6 +105,20 @@ package struct BlueZDeviceReports: Sendable {
             }
             device.serviceData = serviceData
         }
+        if let data = properties["ManufacturerData"], let manufacturerData = Self.manufacturerData(data) {
+            device.manufacturerData = manufacturerData
+        }
+    }
+
+    /// `a{qv}` with `ay` values (company identifier → bytes); nil for any other shape.
+    static func manufacturerData(_ value: DBusValue) -> [UInt16: [UInt8]]? {
+        guard case .dictionary(_, _, let entries) = value.unwrapped else { return nil }
+        var result: [UInt16: [UInt8]] = [:]
+        for entry in entries {
+            guard let company = entry.key.uint16, let bytes = entry.value.bytes else { return nil }
+            result[company] = bytes
+        }
+        return result
     }
 
     private func report(_ device: Device) -> BlueZScanReport? {
@@ -102,6 +126,6 @@ package struct BlueZDeviceReports: Sendable {
         if !serviceDataUUIDs.isEmpty, !device.serviceData.keys.contains(where: serviceDataUUIDs.contains) { return nil }
         return BlueZScanReport(
             address: device.address, addressType: device.addressType, serviceData: device.serviceData,
-            rssi: device.rssi)
+            rssi: device.rssi, manufacturerData: device.manufacturerData)
     }
 }

@@ -9,17 +9,23 @@ package enum BlueZRadioMapping {
 
     /// The advertising report NearbyBLE's discovery and beacon decoders read: Flags (LE General Discoverable,
     /// BR/EDR not supported), then one Service Data AD structure per service data entry (16-bit UUIDs as type
-    /// 0x16, others as 128-bit type 0x21), sorted by UUID. `nil` for an address BlueZ gave in a form we cannot read.
+    /// 0x16, others as 128-bit type 0x21), sorted by UUID, then one Manufacturer Specific Data structure (0xFF:
+    /// company identifier little endian, then the bytes) per company, sorted by identifier. `nil` for an address
+    /// BlueZ gave in a form we cannot read.
     package static func advertisingReport(_ report: BlueZScanReport) -> AdvertisingReport? {
         let kind = report.addressType == "public" ? "public" : "random"
         guard let address = BLEAddress(string: "\(report.address)/\(kind)") else { return nil }
         let rssi = Int8(clamping: report.rssi ?? 127)
         return AdvertisingReport(
-            eventType: 0x00, isExtended: false, address: address, data: advertisingData(report.serviceData), rssi: rssi)
+            eventType: 0x00, isExtended: false, address: address, data: advertisingData(report.serviceData, manufacturerData: report.manufacturerData),
+            rssi: rssi)
     }
 
-    /// Flags plus the service data AD structures (entries that would not fit one AD structure are left out).
-    package static func advertisingData(_ serviceData: [String: [UInt8]]) -> [UInt8] {
+    /// Flags plus the service data and manufacturer data AD structures (entries that would not fit one AD structure
+    /// are left out).
+    package static func advertisingData(
+        _ serviceData: [String: [UInt8]], manufacturerData: [UInt16: [UInt8]] = [:]
+    ) -> [UInt8] {
         var data: [UInt8] = [0x02, AdvertisingData.flagsType, 0x06]
         for (uuid, bytes) in serviceData.sorted(by: { $0.key < $1.key }) {
             if let short = shortUUID(uuid) {
@@ -30,6 +36,9 @@ package enum BlueZRadioMapping {
                 guard bytes.count + 17 <= 255 else { continue }
                 data += [UInt8(bytes.count + 17), 0x21] + long + bytes
             }
+        }
+        for (company, bytes) in manufacturerData.sorted(by: { $0.key < $1.key }) where bytes.count + 3 <= 255 {
+            data += [UInt8(bytes.count + 3), 0xFF, UInt8(company & 0xFF), UInt8(company >> 8)] + bytes
         }
         return data
     }
