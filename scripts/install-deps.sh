@@ -28,6 +28,7 @@ apt_packages=(
     # NearbyPulseAudio (CPulseSimple) and its tests: a private PulseAudio server with a null sink.
     libpulse-dev
     pulseaudio
+    pulseaudio-utils
     # scripts/with-bluez-vm.sh: a QEMU guest running the host's BlueZ on a Bumble controller.
     qemu-system-x86
     busybox-static

@@ -361,7 +361,7 @@ start_bluez_radio_peers "$m_eddystone_port" "$m_ibeacon_port"
 echo "test-bluez-vm: host side ready in $(since "$total_started") s; booting the guest" >&2
 set +e
 for attempt in 1 2; do
-    NEARBY_BLUEZ_VM_HCI_PORT="$guest_port" NEARBY_BLUEZ_VM_TIMEOUT="${NEARBY_BLUEZ_VM_TIMEOUT:-240}" \
+    NEARBY_BLUEZ_VM_HCI_PORT="$guest_port" NEARBY_BLUEZ_VM_TIMEOUT="${NEARBY_BLUEZ_VM_TIMEOUT:-330}" \
         NEARBY_BLUEZ_VM_NET="${NEARBY_BLUEZ_VM_NET-user}" NEARBY_BLUEZ_VM_WIRE="${NEARBY_BLUEZ_VM_WIRE-virtio}" \
         scripts/with-bluez-vm.sh ${NEARBY_BLUEZ_VM_GUEST_CMD:-scripts/test-bluez-vm.sh --guest} | tee "$work/guest.out"
     rc=${PIPESTATUS[0]}
