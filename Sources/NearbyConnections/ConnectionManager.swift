@@ -47,6 +47,8 @@ public final class ConnectionManager: Sendable {
     let mediumProblems: [MediumKind: NearbyError]
     /// Advertising and discovery starts and stops, in call order.
     let operations = OrderedOperations()
+    /// The BLE radio's state for ``bluetoothStatusHandler`` (ConnectionManager+Bluetooth.swift).
+    let bluetooth: BluetoothStatusWatch
     private let subscribers = LockedValue<[UUID: Subscriber]>([:])
 
     struct Subscriber {
@@ -84,6 +86,7 @@ public final class ConnectionManager: Sendable {
             options.logger.warning("medium unavailable", metadata: ["medium": "\(kind)", "error": "\(problem)"])
         }
         mediumProblems = problems
+        bluetooth = BluetoothStatusWatch(drivers: drivers)
         engine = NearbyEngine(
             configuration: EngineConfiguration(
                 serviceID: serviceID, strategy: strategy, receiveDirectory: options.receiveDirectory,

@@ -53,6 +53,7 @@ struct AdvertiseCommand: AsyncParsableCommand {
         let directory = URL(fileURLWithPath: receiveDir ?? FileManager.default.currentDirectoryPath)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let manager = try common.makeManager(receiveDirectory: directory, listenPort: port)
+        manager.printBluetoothStatus(to: output)
         let session = PeerSession(manager: manager, output: output, decision: accept ? .accept : .askOrReject, echo: echo)
         let plan = try PayloadPlan(bytes: bytes, files: files)
         if !plan.isEmpty {

@@ -104,6 +104,7 @@ struct PublishCommand: AsyncParsableCommand {
         let sink = ProblemSink()
         let (manager, strategy) = try common.makeMessageManager(askConsent: messageOptions.askConsent) { sink.report($0, fatal: $1) }
         manager.printAudioStatus(to: output)
+        manager.printBluetoothStatus(to: output)
         let content = Data(try contentOptions.content())
         let payload = Message(content: content, namespace: messageOptions.namespace, type: messageOptions.type)
         let expired = AsyncStream<Void>.makeStream()
@@ -167,6 +168,7 @@ struct SubscribeCommand: AsyncParsableCommand {
         let sink = ProblemSink()
         let (manager, strategy) = try common.makeMessageManager(askConsent: askConsent) { sink.report($0, fatal: $1) }
         manager.printAudioStatus(to: output)
+        manager.printBluetoothStatus(to: output)
         var filter = MessageFilter()
         if namespace != nil || type != nil {
             do {

@@ -14,6 +14,17 @@ final class FakeBlueZ: Sendable {
     let registrations = LockedValue<[[String: DBusValue]]>([])
     /// Adapter1 method calls: member and arguments.
     let adapterCalls = LockedValue<[(String, [DBusValue])]>([])
+    /// The adapter's `Powered` property (``setPowered(_:)`` changes it and says so).
+    let powered = LockedValue(true)
+    /// The error RegisterAdvertisement replies with, when set (as bluetoothd does for a blocked adapter).
+    let registrationError = LockedValue<DBusRemoteError?>(nil)
+
+    /// `adapterProperties` with the current `Powered`.
+    static func adapterProperties(powered: Bool) -> [String: DBusValue] {
+        var properties = adapterProperties
+        properties["Powered"] = .boolean(powered)
+        return properties
+    }
 
     static let adapterProperties: [String: DBusValue] = [
         "Address": .string("F0:F1:F2:F3:F4:00"), "Powered": .boolean(true), "Name": .string("fake"),
@@ -29,11 +40,13 @@ final class FakeBlueZ: Sendable {
         let connection = self.connection
         let registrations = self.registrations
         let adapterCalls = self.adapterCalls
+        let powered = self.powered
+        let registrationError = self.registrationError
         try await connection.export(path: "/", interfaces: [
             DBusExportedInterface(name: "org.freedesktop.DBus.ObjectManager", methods: [
                 "GetManagedObjects": { _ in
                     [.managedObjects([Self.adapterPath: [
-                        BlueZ.adapterInterface: Self.adapterProperties,
+                        BlueZ.adapterInterface: Self.adapterProperties(powered: powered.withLock { $0 }),
                         BlueZ.advertisingManagerInterface: Self.managerProperties,
                     ]])]
                 }
@@ -45,12 +58,13 @@ final class FakeBlueZ: Sendable {
         }
         try await connection.export(path: Self.adapterPath, interfaces: [
             DBusExportedInterface(
-                name: BlueZ.adapterInterface, properties: { Self.adapterProperties },
+                name: BlueZ.adapterInterface, properties: { Self.adapterProperties(powered: powered.withLock { $0 }) },
                 methods: ["SetDiscoveryFilter": record, "StartDiscovery": record, "StopDiscovery": record]),
             DBusExportedInterface(
                 name: BlueZ.advertisingManagerInterface, properties: { Self.managerProperties },
                 methods: [
                     "RegisterAdvertisement": { call in
+                        if let error = registrationError.withLock({ $0 }) { throw error }
                         let path = call.arguments.first?.string ?? "/"
                         let reply = try await connection.call(
                             destination: call.sender, path: path, interface: BlueZ.propertiesInterface,
@@ -68,6 +82,13 @@ final class FakeBlueZ: Sendable {
                 BlueZ.adapterInterface: Self.adapterProperties,
                 BlueZ.advertisingManagerInterface: Self.managerProperties,
             ])])
+    }
+
+    /// Powers the adapter on or off (PropertiesChanged on Adapter1, as bluetoothd sends; rfkill looks the same).
+    func setPowered(_ on: Bool) async throws {
+        powered.withLock { $0 = on }
+        try await connection.emitPropertiesChanged(
+            path: Self.adapterPath, interface: BlueZ.adapterInterface, changed: ["Powered": .boolean(on)])
     }
 
     /// Announces a device below the adapter.

@@ -12,6 +12,11 @@ import NearbyWire
 /// info uses the regular form with the PSM in its extra fields on an extended advertising set. Discovery decodes
 /// both forms from legacy and extended reports, reports an endpoint found once and lost when it has not been seen
 /// for ``Configuration/lostTimeout`` (one timer per advertiser, no polling).
+///
+/// From its first use on, the medium follows its radio's state (``radioStates()``). When the radio is usable again
+/// after a problem (the user-space host's transport reopened, `bluetoothd` back, the adapter powered on again),
+/// advertising starts again with the same data and PSM and discovery scans again, without restarting the
+/// process; endpoints found before stay subject to the lost timeout (docs/BLE-RADIO.md).
 package final class BLEMedium: MediumDriver {
     /// Medium settings.
     package struct Configuration: Sendable {
@@ -54,6 +59,7 @@ package final class BLEMedium: MediumDriver {
     /// The radio advertising, scanning and carrying the channels.
     package let radio: any BLERadio
     private let logger: Logger
+    private let watch = BLERadioWatch()
 
     /// Creates a medium whose user-space host opens the controller of `configuration.transport` on first use.
     /// - Precondition: `configuration.transport` is set (use ``init(radio:configuration:logger:)`` otherwise).
@@ -63,7 +69,8 @@ package final class BLEMedium: MediumDriver {
         }
         var hostLogger = logger
         hostLogger[metadataKey: "medium"] = "ble"
-        let radio = UserSpaceHostRadio(transport: transport, configuration: configuration.host, logger: hostLogger)
+        let radio = UserSpaceHostRadio(
+            transport: transport, configuration: configuration.host, clock: configuration.clock, logger: hostLogger)
         self.init(radio: radio, configuration: configuration, logger: logger)
     }
 
@@ -91,9 +98,24 @@ package final class BLEMedium: MediumDriver {
         return try await userSpace.host()
     }
 
+    deinit {
+        watch.stop()
+    }
+
     /// Closes the controller connection.
     package func shutdown() async {
+        watch.stop()
         await radio.shutdown()
+    }
+
+    /// The radio's state from the medium's first use on (advertising, discovery or connecting): the current state
+    /// first, then every change, until the consumer stops iterating or the medium shuts down.
+    package func radioStates() -> AsyncStream<BLERadioState> {
+        watch.broadcast.stream()
+    }
+
+    private func watchRadio() {
+        watch.start(radio: radio, logger: logger)
     }
 
     // MARK: - Advertising
@@ -102,6 +124,7 @@ package final class BLEMedium: MediumDriver {
         _ request: AdvertisingRequest, onIncoming: @escaping @Sendable (any EndpointChannel) -> Void
     ) async throws -> any AdvertisingSession {
         let radio = self.radio
+        watchRadio()
         try await radio.open()
         let endpointID = try EndpointID(request.endpointID)
         let useFast = request.endpointInfo.count <= BleConnectionsAdvertisement.maxFastEndpointInfoLength
@@ -114,15 +137,16 @@ package final class BLEMedium: MediumDriver {
         let server = try await radio.listen(psm: useFast ? configuration.fastAdvertisementPSM : nil, onChannel: accept)
         let psm = server.psm
         let token = Array(SHA256Digest.hash(utf8: String(UInt64.random(in: 0...UInt64.max))).prefix(2))
+        let advertisement: BLEAdvertisement
         let advertising: BLERadioHandle
         do {
             if useFast {
                 let connections = try BleConnectionsAdvertisement.fast(
                     pcp: request.pcp, endpointID: endpointID, endpointInfo: request.endpointInfo)
                 let medium = try BleMediumAdvertisement.fast(data: connections.encodedBytes, deviceToken: token)
-                advertising = try await radio.startAdvertising(BLEAdvertisement(
+                advertisement = BLEAdvertisement(
                     serviceUUID: Self.serviceUUID, serviceData: medium.encodedBytes, extended: false, psm: psm,
-                    intervalMillis: configuration.advertisingIntervalMillis))
+                    intervalMillis: configuration.advertisingIntervalMillis)
             } else {
                 guard try await radio.supportsExtendedAdvertising() else {
                     throw NearbyError(
@@ -134,18 +158,24 @@ package final class BLEMedium: MediumDriver {
                     pcp: request.pcp, serviceIDHash: hash, endpointID: endpointID, endpointInfo: request.endpointInfo)
                 let medium = try BleMediumAdvertisement.regular(
                     serviceIDHash: hash, data: connections.encodedBytes, deviceToken: token, psm: psm)
-                advertising = try await radio.startAdvertising(BLEAdvertisement(
+                advertisement = BLEAdvertisement(
                     serviceUUID: Self.serviceUUID, serviceData: medium.encodedBytes, extended: true, psm: psm,
-                    intervalMillis: configuration.advertisingIntervalMillis))
+                    intervalMillis: configuration.advertisingIntervalMillis)
             }
+            advertising = try await radio.startAdvertising(advertisement)
         } catch {
             await server.stop()
             throw error
         }
         logger.debug(
             "advertising", metadata: ["endpoint": "\(request.endpointID)", "psm": "\(psm)", "fast": "\(useFast)"])
-        return BLEAdvertisingSession(
-            advertising: advertising, server: server, advertisedName: "FEF3 \(useFast ? "fast" : "regular") psm \(psm)")
+        let sessions = watch.advertisements
+        let session = BLEAdvertisingSession(
+            advertising: advertising, server: server, advertisement: advertisement, radio: radio, accept: accept,
+            advertisedName: "FEF3 \(useFast ? "fast" : "regular") psm \(psm)",
+            onStop: { session in _ = sessions.withLock { $0.removeValue(forKey: ObjectIdentifier(session)) } })
+        sessions.withLock { $0[ObjectIdentifier(session)] = session }
+        return session
     }
 
     // MARK: - Discovery
@@ -155,19 +185,36 @@ package final class BLEMedium: MediumDriver {
         let configuration = self.configuration
         let logger = self.logger
         let radio = self.radio
+        let states = watch.broadcast
+        watchRadio()
         let task = Task {
             let run = BLEDiscoveryRun(
                 tracker: BLEDiscoveryTracker(serviceID: serviceID, pcp: pcp, lostTimeout: configuration.lostTimeout),
                 clock: configuration.clock, events: continuation, logger: logger)
             defer { run.stop() }
-            do {
-                for try await report in radio.scan(preset: configuration.scanPreset) {
+            // Scans until cancelled. A scan the radio ends after it had worked (an outage) starts again once the
+            // radio is powered again; found endpoints meanwhile age towards the lost timeout as usual.
+            var generation = states.poweredCount
+            while !Task.isCancelled {
+                do {
+                    for try await report in radio.scan(preset: configuration.scanPreset) {
+                        if Task.isCancelled { break }
+                        run.receive(report)
+                    }
                     if Task.isCancelled { break }
-                    run.receive(report)
+                    logger.notice("BLE scan ended by the radio; scanning again once it is usable")
+                } catch {
+                    if Task.isCancelled { break }
+                    guard states.poweredCount > 0 else {
+                        continuation.finish(throwing: error)
+                        return
+                    }
+                    logger.notice("BLE scan interrupted; scanning again once the radio is usable", metadata: ["error": "\(error)"])
                 }
-            } catch {
-                continuation.finish(throwing: error)
+                guard let next = await states.waitUntilPowered(moreThan: generation) else { break }
+                generation = next
             }
+            continuation.finish()
         }
         continuation.onTermination = { _ in task.cancel() }
         return stream
@@ -179,36 +226,9 @@ package final class BLEMedium: MediumDriver {
         guard case .ble(let addressText, let psm) = route, let address = BLEAddress(string: addressText) else {
             throw NearbyError(.invalidArgument, "the BLE medium cannot connect to \(route)")
         }
+        watchRadio()
         let channel = try await radio.connect(to: address, psm: psm ?? configuration.fastAdvertisementPSM)
         logger.debug("connected", metadata: ["peer": "\(address)", "psm": "\(psm ?? configuration.fastAdvertisementPSM)"])
         return BLEEndpointChannel(channel: channel)
-    }
-}
-
-/// A running BLE advertisement and its L2CAP server.
-package struct BLEAdvertisingSession: AdvertisingSession {
-    /// `MediumKind.ble`.
-    package let medium: MediumKind = .ble
-    /// Always `nil`: BLE listens on a PSM, see ``psm``.
-    package let port: Int? = nil
-    /// Always `nil`.
-    package let discoverabilityProblem: NearbyError? = nil
-    /// The form and PSM advertised.
-    package let advertisedName: String
-    /// The L2CAP PSM accepting channels.
-    package var psm: UInt16 { server.psm }
-    private let advertising: BLERadioHandle
-    private let server: BLEL2CAPServer
-
-    init(advertising: BLERadioHandle, server: BLEL2CAPServer, advertisedName: String) {
-        self.advertising = advertising
-        self.server = server
-        self.advertisedName = advertisedName
-    }
-
-    /// Stops advertising and the channel server.
-    package func stop() async {
-        await advertising.stop()
-        await server.stop()
     }
 }

@@ -38,6 +38,16 @@ package protocol BLERadio: Sendable, CustomStringConvertible {
 
     /// Releases the radio (closes the controller connection, servers and channels).
     func shutdown() async
+
+    /// Whether the radio restores advertising, scanning and channel servers by itself after an outage (BlueZ
+    /// registers again when `bluetoothd` or the adapter comes back, and the kernel keeps L2CAP servers). When
+    /// `false`, `BLEMedium` starts them again once the radio reports ``BLERadioState/powered`` after a problem.
+    var restoresAfterOutage: Bool { get }
+}
+
+extension BLERadio {
+    /// `false`: the medium restarts what was running.
+    package var restoresAfterOutage: Bool { false }
 }
 
 /// One Nearby BLE advertisement as a radio sends it: service data for a 16-bit UUID.

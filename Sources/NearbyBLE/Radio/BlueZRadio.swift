@@ -116,6 +116,10 @@ package final class BlueZRadio: BLERadio {
         return gap.states(adapter: adapter)
     }
 
+    /// `true`: `BlueZGAP` registers the advertisement and starts discovery again when `bluetoothd` or the adapter
+    /// comes back, and the kernel's L2CAP servers do not depend on either.
+    package var restoresAfterOutage: Bool { true }
+
     /// Releases the D-Bus layer's connection; servers and channels are closed by their owners.
     package func shutdown() async {
         await gap?.shutdown()

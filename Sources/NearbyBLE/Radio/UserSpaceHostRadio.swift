@@ -3,16 +3,33 @@ import NearbyCore
 import NearbyWire
 
 /// The ``BLERadio`` of our own user-space HCI host: a ``BLEHost`` on a controller it owns (`tcp:`, `uart:`,
-/// `hci:N`), opened on first use and opened again on the next use after it failed.
+/// `hci:N`), opened on first use. When the host fails (the HCI transport closed or failed) the radio reports
+/// ``BLERadioState/unavailable(_:)`` with the reason and reopens the transport by itself with a backoff on its
+/// clock (``HostRecovery``), resetting and initialising the controller, then reports ``BLERadioState/powered``.
 package final class UserSpaceHostRadio: BLERadio {
     /// The controller.
     package let transport: HCITransportSpec
     private let provider: HostProvider
 
-    /// A radio on the controller at `transport`; nothing is opened yet.
-    package init(transport: HCITransportSpec, configuration: BLEHost.Configuration = .init(), logger: Logger) {
+    /// A radio on the controller at `transport`; nothing is opened yet. Retries after a lost transport sleep on
+    /// `clock`, `backoff` apart.
+    package init(
+        transport: HCITransportSpec, configuration: BLEHost.Configuration = .init(), clock: NearbyClock = .continuous,
+        backoff: HostRecovery.Backoff = .init(), logger: Logger
+    ) {
         self.transport = transport
-        self.provider = HostProvider(transport: transport, configuration: configuration, logger: logger)
+        self.provider = HostProvider(
+            clock: clock, backoff: backoff, logger: logger,
+            open: { try await BLEHost.open(transport, configuration: configuration, logger: logger) })
+    }
+
+    /// A radio whose hosts `open` makes (tests: scripted transports).
+    package init(
+        transport: HCITransportSpec, clock: NearbyClock, backoff: HostRecovery.Backoff = .init(), logger: Logger,
+        open: @escaping @Sendable () async throws -> BLEHost
+    ) {
+        self.transport = transport
+        self.provider = HostProvider(clock: clock, backoff: backoff, logger: logger, open: open)
     }
 
     /// `user-space host on tcp:…` etc.
@@ -87,69 +104,137 @@ package final class UserSpaceHostRadio: BLERadio {
         }
     }
 
+    /// The current state (opening the controller when nothing did yet), then every change: unavailable with the
+    /// reason when the transport is lost, powered once it is open again.
     package func states() -> AsyncStream<BLERadioState> {
-        let (stream, continuation) = AsyncStream.makeStream(of: BLERadioState.self)
         let provider = self.provider
-        let task = Task {
-            let host: BLEHost
-            do {
-                host = try await provider.host()
-            } catch {
-                continuation.yield(.unavailable(Self.nearbyError(error)))
-                continuation.finish()
-                return
-            }
-            continuation.yield(.powered)
-            let (failed, failure) = AsyncStream.makeStream(of: NearbyError.self)
-            let token = await host.addFailureObserver { failure.yield($0); failure.finish() }
-            var reason: NearbyError?
-            for await error in failed { reason = error }
-            await host.removeFailureObserver(token)
-            // The host is opened again only when something uses the radio again; the stream ends here.
-            if let reason { continuation.yield(.unavailable(reason)) }
-            continuation.finish()
-        }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
+        Task { _ = try? await provider.host() }
+        return provider.broadcast.stream()
     }
 
     package func shutdown() async {
         await provider.shutdown()
     }
-
-    private static func nearbyError(_ error: any Error) -> NearbyError {
-        error as? NearbyError ?? NearbyError(.mediumUnavailable, "the BLE controller cannot be used", cause: error)
-    }
 }
 
-/// Opens the host once, on first use, and shares it.
+/// Opens the host on first use and shares it; performs ``HostRecovery``'s actions: reopening after the host failed,
+/// retry timers on the clock, and the states it reports.
 actor HostProvider {
-    private let transport: HCITransportSpec
-    private let configuration: BLEHost.Configuration
+    nonisolated let broadcast = RadioStateBroadcast()
+    private let clock: NearbyClock
     private let logger: Logger
-    private var opening: Task<BLEHost, any Error>?
+    private let openHost: @Sendable () async throws -> BLEHost
+    private var machine: HostRecovery
+    private var current: BLEHost?
+    private var opening: (id: Int, task: Task<BLEHost, any Error>)?
+    private var openCounter = 0
+    private var retry: Task<Void, Never>?
 
-    init(transport: HCITransportSpec, configuration: BLEHost.Configuration, logger: Logger) {
-        self.transport = transport
-        self.configuration = configuration
+    init(
+        clock: NearbyClock, backoff: HostRecovery.Backoff, logger: Logger,
+        open: @escaping @Sendable () async throws -> BLEHost
+    ) {
+        self.clock = clock
         self.logger = logger
+        self.openHost = open
+        self.machine = HostRecovery(backoff: backoff)
     }
 
     func host() async throws -> BLEHost {
-        if let opening {
-            let host = try await opening.value
-            if await host.failureReason == nil { return host }
+        if let current {
+            if let reason = await current.failureReason {
+                hostFailed(current, reason)
+            } else {
+                return current
+            }
         }
-        let transport = self.transport
-        let configuration = self.configuration
-        let logger = self.logger
-        let task = Task { try await BLEHost.open(transport, configuration: configuration, logger: logger) }
-        opening = task
-        return try await task.value
+        if opening == nil { perform(machine.needed()) }
+        guard let opening else { throw NearbyError(.mediumUnavailable, "the BLE host could not be opened") }
+        return try await opening.task.value
     }
 
     func shutdown() async {
-        if let host = try? await opening?.value { await host.close() }
+        machine.shutDown()
+        retry?.cancel()
+        retry = nil
+        let pending = opening?.task
         opening = nil
+        let host = current
+        current = nil
+        if let host { await host.close() }
+        if let opened = try? await pending?.value { await opened.close() }
+    }
+
+    private func perform(_ actions: [HostRecovery.Action]) {
+        for action in actions {
+            switch action {
+            case .report(let state):
+                guard broadcast.publish(state) else { continue }
+                if case .unavailable(let error) = state {
+                    logger.warning("BLE radio unavailable", metadata: ["error": "\(error)"])
+                } else {
+                    logger.info("BLE radio ready")
+                }
+            case .open:
+                startOpening()
+            case .scheduleRetry(let delay, let generation):
+                retry?.cancel()
+                let clock = self.clock
+                logger.debug("reopening the HCI transport later", metadata: ["delay": "\(delay)"])
+                retry = Task { [weak self] in
+                    do { try await clock.sleep(for: delay) } catch { return }
+                    await self?.retryFired(generation)
+                }
+            }
+        }
+    }
+
+    private func startOpening() {
+        openCounter += 1
+        let id = openCounter
+        let openHost = self.openHost
+        let task = Task<BLEHost, any Error> { [weak self] in
+            do {
+                let host = try await openHost()
+                await self?.opened(host, id: id)
+                return host
+            } catch {
+                let nearby = error as? NearbyError
+                    ?? NearbyError(.mediumUnavailable, "the BLE controller cannot be used", cause: error)
+                await self?.openFailed(nearby, id: id)
+                throw nearby
+            }
+        }
+        opening = (id, task)
+    }
+
+    private func opened(_ host: BLEHost, id: Int) async {
+        guard opening?.id == id else {
+            // Shut down while opening: this host is not wanted.
+            await host.close()
+            return
+        }
+        opening = nil
+        current = host
+        perform(machine.opened())
+        _ = await host.addFailureObserver { [weak self] error in
+            Task { await self?.hostFailed(host, error) }
+        }
+    }
+
+    private func openFailed(_ error: NearbyError, id: Int) {
+        guard opening?.id == id else { return }
+        opening = nil
+        perform(machine.openFailed(error))
+    }
+
+    private func hostFailed(_ host: BLEHost, _ error: NearbyError) {
+        guard current === host else { return }
+        current = nil
+        perform(machine.hostFailed(error))
+    }
+
+    private func retryFired(_ generation: Int) {
+        perform(machine.retryTimerFired(generation: generation))
     }
 }

@@ -238,7 +238,12 @@ public final class MessageManager: Sendable {
         let directory = FileManager.default.temporaryDirectory
         let options = ConnectionOptions(drivers: mediums, receiveDirectory: directory, logger: logger)
         logger.debug("\(purpose) over \(mediums.map { "\($0.kind)" })")
-        return ConnectionManager(serviceID: serviceID, strategy: .pointToPoint, options: options)
+        let manager = ConnectionManager(serviceID: serviceID, strategy: .pointToPoint, options: options)
+        manager.bluetoothStatusHandler = { [radio, onBluetoothProblem] status in
+            if let error = status.error { onBluetoothProblem(error) }
+            radio.bluetooth(status)
+        }
+        return manager
     }
 
     /// Sends a medium problem to the right handler.

@@ -6,8 +6,9 @@ import NearbyWire
 /// The radio states of one manager and the handler that hears them (`MessageManager.radioStatusHandler`).
 ///
 /// Problems come from the mediums (a BLE controller that cannot be opened, a Wi-Fi LAN advertisement nobody can
-/// discover, a failed discovery). Clearing comes from signs of health: an advertisement started on the radio, or,
-/// for mDNS, avahi-daemon coming back, which an `MDNSDaemonWatch` (an Avahi client that waits for the daemon)
+/// discover, a failed discovery) and, for Bluetooth, from the BLE radio's own state (powered off, rfkill, transport
+/// or `bluetoothd` gone), which each Connections manager reports through its `bluetoothStatusHandler`. Clearing
+/// comes from signs of health: an advertisement started on the radio, the BLE radio usable again, or, for mDNS, avahi-daemon coming back, which an `MDNSDaemonWatch` (an Avahi client that waits for the daemon)
 /// reports as soon as the manager first uses Wi-Fi LAN; the watch also reports the daemon going away.
 package final class RadioStateMonitor: Sendable {
     private struct Values: Sendable {
@@ -37,6 +38,18 @@ package final class RadioStateMonitor: Sendable {
     /// `error` shows a problem with `radio`: reported unless already reported.
     func problem(_ radio: RadioStatus.Radio, _ error: NearbyError) {
         deliver(values.withLock { ($0.states.problem(radio, error), $0.handler) })
+    }
+
+    /// A Connections manager's BLE radio changed: its problem (with the kind the system told), or its clearing.
+    func bluetooth(_ status: BluetoothStatus) {
+        guard status.hasError else {
+            working(.bluetooth)
+            return
+        }
+        let error = status.error ?? NearbyError(.bluetoothUnavailable, "Bluetooth is unavailable")
+        deliver(values.withLock {
+            ($0.states.problem(.bluetooth, error, kind: status.problem.map(RadioStatus.Problem.init)), $0.handler)
+        })
     }
 
     /// `radio` works: a problem reported before has cleared.
@@ -87,7 +100,10 @@ extension MessageManager {
     ///
     /// Each transition is reported once. mDNS is watched from the first use of Wi-Fi LAN on, so the daemon
     /// stopping is reported even while nothing else happens; mDNS clears when a Wi-Fi LAN advertisement is
-    /// discoverable again (or the watch sees the daemon running), Bluetooth when a BLE advertisement starts again.
+    /// discoverable again (or the watch sees the daemon running). Bluetooth follows the BLE radio's state from the
+    /// first BLE use on — powered off or rfkill, permission, controller transport or `bluetoothd` gone, and each
+    /// of these clearing when the radio recovers (publications and subscriptions then resume over BLE by
+    /// themselves) — and also clears when a BLE advertisement starts again.
     public var radioStatusHandler: (@Sendable (RadioStatus) -> Void)? {
         get { radio.handler }
         set { radio.handler = newValue }

@@ -1,4 +1,6 @@
 import Foundation
+import NearbyBLE
+import NearbyConnections
 import NearbyWire
 
 /// The state of a radio Nearby Messages depends on, reported when a problem appears and again, with ``hasError``
@@ -54,24 +56,23 @@ public struct RadioStatus: Sendable, Equatable, CustomStringConvertible {
 }
 
 extension RadioStatus.Problem {
-    /// The problem `error` stands for: the system's words for a permission refusal (`EPERM`, `EACCES`) or a radio
-    /// that is off (`ERFKILL`, "powered off"), in the error or its causes; otherwise ``unavailable``.
+    /// The problem `error` stands for: the system's words for a radio that is off (`ERFKILL`, "powered off",
+    /// `org.bluez.Error.Blocked`) or a permission refusal (`EPERM`, `EACCES`, D-Bus `AccessDenied`), in the error
+    /// or its causes; otherwise ``unavailable``.
     init(_ error: NearbyError) {
-        var texts = [error.message]
-        var cause = error.cause
-        while let current = cause {
-            texts.append(String(describing: current))
-            cause = (current as? NearbyError)?.cause
+        switch BLERadioProblem(classifying: error) {
+        case .poweredOff: self = .poweredOff
+        case .permissionDenied: self = .permissionDenied
+        case .unavailable: self = .unavailable
         }
-        let text = texts.joined(separator: " ").lowercased()
-        let permission = [EPERM, EACCES].map { String(cString: strerror($0)).lowercased() } + ["permission"]
-        let power = [String(cString: strerror(132)).lowercased(), "rf-kill", "rfkill", "powered off", "power off"]
-        if power.contains(where: text.contains) {
-            self = .poweredOff
-        } else if permission.contains(where: text.contains) {
-            self = .permissionDenied
-        } else {
-            self = .unavailable
+    }
+
+    /// The Messages problem for a Connections Bluetooth problem.
+    init(_ problem: BluetoothStatus.Problem) {
+        switch problem {
+        case .poweredOff: self = .poweredOff
+        case .permissionDenied: self = .permissionDenied
+        case .unavailable: self = .unavailable
         }
     }
 }
@@ -87,8 +88,10 @@ package struct RadioStates: Sendable {
     package func hasError(_ radio: RadioStatus.Radio) -> Bool { failing[radio] != nil }
 
     /// `error` shows a problem with `radio`.
-    package mutating func problem(_ radio: RadioStatus.Radio, _ error: NearbyError) -> RadioStatus? {
-        let problem = RadioStatus.Problem(error)
+    package mutating func problem(
+        _ radio: RadioStatus.Radio, _ error: NearbyError, kind: RadioStatus.Problem? = nil
+    ) -> RadioStatus? {
+        let problem = kind ?? RadioStatus.Problem(error)
         guard failing[radio] != problem else { return nil }
         failing[radio] = problem
         return RadioStatus(radio: radio, hasError: true, problem: problem, error: error)
