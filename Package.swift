@@ -289,7 +289,7 @@ let package = Package(
         ),
         .testTarget(
             name: "NearbyBlueZTests",
-            dependencies: ["NearbyBlueZ", "NearbyBLE", "NearbyWire", "NearbyTestSupport"]
+            dependencies: ["NearbyBlueZ", "NearbyBLE", "NearbyConnections", "NearbyWire", "NearbyTestSupport"]
         ),
         // A small CLI driving NearbyBlueZ, run inside the BlueZ VM rig (scripts/test-bluez-vm.sh).
         .executableTarget(

@@ -18,6 +18,12 @@ package enum BlueZRadioMapping {
             eventType: 0x00, isExtended: false, address: address, data: advertisingData(report.serviceData), rssi: rssi)
     }
 
+    /// The adapter's identity address as the kernel's `sockaddr_l2` wants it: `Address` with `AddressType`
+    /// (`random` for a static random address, otherwise public). `nil` for an address that does not parse.
+    package static func localAddress(_ adapter: BlueZAdapterState) -> BLEAddress? {
+        BLEAddress(string: "\(adapter.address)/\(adapter.addressType == "random" ? "random" : "public")")
+    }
+
     /// Flags plus the service data AD structures (entries that would not fit one AD structure are left out).
     package static func advertisingData(_ serviceData: [String: [UInt8]]) -> [UInt8] {
         var data: [UInt8] = [0x02, AdvertisingData.flagsType, 0x06]
