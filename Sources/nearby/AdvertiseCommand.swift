@@ -52,7 +52,7 @@ struct AdvertiseCommand: AsyncParsableCommand {
         let output = EventOutput(json: common.json)
         let directory = URL(fileURLWithPath: receiveDir ?? FileManager.default.currentDirectoryPath)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let manager = try common.makeManager(receiveDirectory: directory, listenPort: port)
+        let manager = try await common.makeManager(receiveDirectory: directory, listenPort: port)
         manager.printBluetoothStatus(to: output)
         let session = PeerSession(manager: manager, output: output, decision: accept ? .accept : .askOrReject, echo: echo)
         let plan = try PayloadPlan(bytes: bytes, files: files)

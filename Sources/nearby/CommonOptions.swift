@@ -21,7 +21,7 @@ struct CommonOptions: ParsableArguments {
     /// The Connections mediums of `--medium` (audio is not one).
     var connectionMediums: [MediumKind] { mediums.compactMap(\.kind) }
 
-    @Option(help: "BLE radio: a controller for our own host (tcp:HOST:PORT, uart:/dev/ttyX[@BAUD], hci:N) or bluez[:hciN] (channels only until the BlueZ D-Bus layer lands).")
+    @Option(help: "BLE radio: a controller for our own host (tcp:HOST:PORT, uart:/dev/ttyX[@BAUD], hci:N) or bluez[:hciN] (default: the system's BlueZ when bluetoothd runs, else no BLE).")
     var hci: String?
 
     @Flag(
@@ -57,9 +57,6 @@ struct CommonOptions: ParsableArguments {
         }
         if let minFreeSpace, minFreeSpace < 0 {
             throw ValidationError("--min-free-space must be 0 or more, got \(minFreeSpace)")
-        }
-        if mediums.contains(.ble), hci == nil {
-            throw ValidationError("--medium ble needs --hci tcp:HOST:PORT, uart:/dev/ttyX[@BAUD], hci:N or bluez[:hciN]")
         }
     }
 
@@ -97,24 +94,46 @@ struct CommonOptions: ParsableArguments {
         }
     }
 
-    /// The mediums of `--medium` (default: Wi-Fi LAN, plus BLE with `--hci`).
-    func selectedMediums(hasBluetoothController: Bool) -> [MediumKind] {
-        MediumFactory.selection(
-            named: Set(connectionMediums), hasBluetoothController: hasBluetoothController)
+    /// The controller and mediums of this run: `--hci` when given; otherwise the system's BlueZ when `bluetoothd`
+    /// runs with an adapter and BLE is wanted (no `--medium`, or `--medium ble`), else Wi-Fi LAN only. The choice
+    /// and its reason go to the debug log. `--medium ble` without `--hci` and without BlueZ fails
+    /// (`bluetoothUnavailable`).
+    func bluetoothChoice(logger: Logger) async throws -> BluetoothChoice {
+        do {
+            let given = try bluetoothController()
+            // `--medium audio` alone (publish, subscribe) wants no BLE: BlueZ is not asked.
+            let audioOnly = !mediums.isEmpty && connectionMediums.isEmpty
+            let choice =
+                audioOnly
+                ? BluetoothChoice(
+                    controller: given, mediums: MediumFactory.selection(named: [], hasBluetoothController: given != nil),
+                    reason: "audio only")
+                : try await MediumFactory.choose(given: given, named: Set(connectionMediums))
+            logger.debug(
+                "BLE radio chosen",
+                metadata: [
+                    "controller": "\(choice.controller.map { "\($0)" } ?? "none")", "reason": "\(choice.reason)",
+                    "mediums": "\(choice.mediums.map { "\($0)" }.joined(separator: ","))",
+                ])
+            return choice
+        } catch let error as NearbyError {
+            throw CLIFailure("\(error.code): \(error.message)")
+        }
     }
 
     /// The manager for this run, with the mediums the options select. With BLE and without `--no-upgrade`, Wi-Fi
     /// LAN is there too as the bandwidth upgrade target, even when `--medium ble` keeps advertising and discovery
     /// on BLE.
-    func makeManager(receiveDirectory: URL, listenPort: Int? = nil) throws -> ConnectionManager {
+    func makeManager(receiveDirectory: URL, listenPort: Int? = nil) async throws -> ConnectionManager {
         if mediums.contains(.audio) { throw ValidationError("--medium audio is for nearby publish and subscribe only") }
-        let controller = try bluetoothController()
-        var kinds = selectedMediums(hasBluetoothController: controller != nil)
+        let logger = makeLogger()
+        let choice = try await bluetoothChoice(logger: logger)
+        var kinds = choice.mediums
         if !noUpgrade, kinds.contains(.ble), !kinds.contains(.wifiLAN) { kinds.append(.wifiLAN) }
         let options = ConnectionOptions(
-            mediums: kinds.map(NearbyConnections.Medium.init), bluetoothController: controller,
+            mediums: kinds.map(NearbyConnections.Medium.init), bluetoothController: choice.controller,
             receiveDirectory: receiveDirectory, keepAlive: keepAlive, listenPort: listenPort,
-            autoUpgradeBandwidth: !noUpgrade, limits: limits, logger: makeLogger())
+            autoUpgradeBandwidth: !noUpgrade, limits: limits, logger: logger)
         return ConnectionManager(serviceID: serviceID, strategy: strategy, options: options)
     }
 }

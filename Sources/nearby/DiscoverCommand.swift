@@ -15,7 +15,7 @@ struct DiscoverCommand: AsyncParsableCommand {
 
     func run() async throws {
         let output = EventOutput(json: common.json)
-        let manager = try common.makeManager(receiveDirectory: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+        let manager = try await common.makeManager(receiveDirectory: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
         manager.printBluetoothStatus(to: output)
         let discoverer = Discoverer(connectionManager: manager)
         try await discoverer.startDiscovery(mediums: common.announcedMediums)

@@ -20,11 +20,12 @@ struct MessageOptions: ParsableArguments {
 extension CommonOptions {
     /// The message manager for this run. Running a command is consent for that run (the CLI contract); with
     /// `--ask-consent` on a terminal the user is asked and the answer is persisted.
-    func makeMessageManager(askConsent: Bool, problems: @escaping @Sendable (NearbyError, _ fatal: Bool) -> Void) throws
-        -> (MessageManager, MessageStrategy)
-    {
-        let controller = try bluetoothController()
-        let selected = selectedMediums(hasBluetoothController: controller != nil)
+    func makeMessageManager(
+        askConsent: Bool, problems: @escaping @Sendable (NearbyError, _ fatal: Bool) -> Void
+    ) async throws -> (MessageManager, MessageStrategy) {
+        let choice = try await bluetoothChoice(logger: makeLogger())
+        let controller = choice.controller
+        let selected = choice.mediums
         var strategyMediums: MessageStrategy.Mediums = []
         if selected.contains(.wifiLAN) { strategyMediums.insert(.wifiLAN) }
         if selected.contains(.ble) { strategyMediums.insert(.ble) }
@@ -102,7 +103,7 @@ struct PublishCommand: AsyncParsableCommand {
         if via.viaService { return try await runViaService() }
         let output = EventOutput(json: common.json)
         let sink = ProblemSink()
-        let (manager, strategy) = try common.makeMessageManager(askConsent: messageOptions.askConsent) { sink.report($0, fatal: $1) }
+        let (manager, strategy) = try await common.makeMessageManager(askConsent: messageOptions.askConsent) { sink.report($0, fatal: $1) }
         manager.printAudioStatus(to: output)
         manager.printBluetoothStatus(to: output)
         let content = Data(try contentOptions.content())
@@ -166,7 +167,7 @@ struct SubscribeCommand: AsyncParsableCommand {
         if via.viaService { return try await runViaService() }
         let output = EventOutput(json: common.json)
         let sink = ProblemSink()
-        let (manager, strategy) = try common.makeMessageManager(askConsent: askConsent) { sink.report($0, fatal: $1) }
+        let (manager, strategy) = try await common.makeMessageManager(askConsent: askConsent) { sink.report($0, fatal: $1) }
         manager.printAudioStatus(to: output)
         manager.printBluetoothStatus(to: output)
         var filter = MessageFilter()

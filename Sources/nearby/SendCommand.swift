@@ -80,7 +80,7 @@ struct SendCommand: AsyncParsableCommand {
         let output = EventOutput(json: common.json)
         let directory = URL(fileURLWithPath: receiveDir ?? FileManager.default.currentDirectoryPath)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let manager = try common.makeManager(receiveDirectory: directory)
+        let manager = try await common.makeManager(receiveDirectory: directory)
         let session = PeerSession(manager: manager, output: output, decision: accept ? .accept : .askOrReject)
         let subscription = manager.events
         let events = Task { for await event in subscription { await session.handle(event) } }

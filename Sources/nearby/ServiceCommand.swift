@@ -60,17 +60,11 @@ struct ServiceRunCommand: AsyncParsableCommand {
     @Option(name: .customLong("medium"), help: "A medium to use: wifi-lan, ble or audio (repeatable; default: all available).")
     var mediums: [CLIMedium] = []
 
-    @Option(help: "BLE controller transport: tcp:HOST:PORT, uart:/dev/ttyX[@BAUD] or hci:N.")
+    @Option(help: "BLE radio: tcp:HOST:PORT, uart:/dev/ttyX[@BAUD], hci:N or bluez[:hciN] (default: the system's BlueZ when bluetoothd runs, else no BLE).")
     var hci: String?
 
     @Flag(help: "Print the debug log on stderr.")
     var verbose = false
-
-    func validate() throws {
-        if mediums.contains(.ble), hci == nil {
-            throw ValidationError("--medium ble needs --hci tcp:HOST:PORT, uart:/dev/ttyX[@BAUD] or hci:N")
-        }
-    }
 
     func run() async throws {
         let output = EventOutput(json: socketOptions.json)
@@ -78,10 +72,25 @@ struct ServiceRunCommand: AsyncParsableCommand {
         var serviceLogger = Logger(label: "nearby.service") { label in StreamLogHandler.standardError(label: label) }
         serviceLogger.logLevel = verbose ? .debug : .warning
         let logger = serviceLogger
-        let controller: BluetoothController?
-        do { controller = try hci.map(BluetoothController.init) } catch { throw CLIFailure("\(error)") }
+        let given: BluetoothController?
+        do { given = try hci.map(BluetoothController.init) } catch { throw CLIFailure("\(error)") }
         let connectionMediums = mediums.compactMap(\.kind)
-        let kinds = MediumFactory.selection(named: Set(connectionMediums), hasBluetoothController: controller != nil)
+        let choice: BluetoothChoice
+        if !mediums.isEmpty, connectionMediums.isEmpty {
+            // `--medium audio` alone wants no BLE: BlueZ is not asked.
+            choice = BluetoothChoice(
+                controller: given, mediums: MediumFactory.selection(named: [], hasBluetoothController: given != nil),
+                reason: "audio only")
+        } else {
+            do {
+                choice = try await MediumFactory.choose(given: given, named: Set(connectionMediums))
+            } catch let error as NearbyError {
+                throw CLIFailure("\(error.code): \(error.message)")
+            }
+        }
+        logger.debug("BLE radio chosen", metadata: ["controller": "\(choice.controller.map { "\($0)" } ?? "none")", "reason": "\(choice.reason)"])
+        let controller = choice.controller
+        let kinds = choice.mediums
         var strategyMediums: MessageStrategy.Mediums = []
         if kinds.contains(.wifiLAN) { strategyMediums.insert(.wifiLAN) }
         if kinds.contains(.ble) { strategyMediums.insert(.ble) }

@@ -68,10 +68,12 @@ struct BLECLITests {
         #expect(sender.output.contains(moved) == upgrade, "\(sender.output.suffix(2000))")
     }
 
-    @Test func bleWithoutHCIIsAUsageError() async throws {
+    /// No `--hci` and no `bluetoothd` on the test network's system bus: `--medium ble` fails, naming the radios.
+    @Test func bleWithoutHCIOrBlueZFails() async throws {
         let nearby = try Self.nearbyExecutable()
         let process = try RigProcess([nearby, "discover", "--service-id", "x", "--medium", "ble", "--timeout", "1"])
         _ = try await eventually(within: 30, "the CLI to exit") { process.isRunning ? nil : true }
         #expect(process.output.contains("--hci"))
+        #expect(process.output.contains("bluetoothUnavailable"))
     }
 }

@@ -17,6 +17,10 @@ package protocol BlueZGAPProvider: Sendable {
     func scan(adapter: String, preset: ScanPreset) -> AsyncThrowingStream<AdvertisingReport, any Error>
     /// The adapter's state (powered, removed, `bluetoothd` gone, rfkill), current first.
     func states(adapter: String) -> AsyncStream<BLERadioState>
+    /// The adapter's own (identity) address and its LE type (`Adapter1.Address`, `AddressType`): what the kernel's
+    /// L2CAP sockets bind to so that they use this adapter; `nil` leaves them on `BDADDR_ANY`.
+    /// - Throws: `bluetoothUnavailable` when `bluetoothd` or the adapter is missing.
+    func adapterAddress(adapter: String) async throws -> BLEAddress?
     /// Releases the D-Bus connection (stops advertising and scanning); a later call opens it again.
     func shutdown() async
 }
@@ -24,6 +28,9 @@ package protocol BlueZGAPProvider: Sendable {
 extension BlueZGAPProvider {
     /// Nothing to release.
     package func shutdown() async {}
+
+    /// No address known: sockets bind to any adapter.
+    package func adapterAddress(adapter: String) async throws -> BLEAddress? { nil }
 }
 
 /// The ``BLERadio`` of the system's Bluetooth stack: L2CAP LE credit-based channels through the kernel's sockets
@@ -87,22 +94,36 @@ package final class BlueZRadio: BLERadio {
         return gap.scan(adapter: adapter, preset: preset)
     }
 
+    /// The socket options of this radio's listening and connecting sockets: ``socketOptions``, bound to the
+    /// adapter's own address (asked from `bluetoothd`) unless they name a local address already, so that a
+    /// machine with two adapters uses the one asked for rather than whichever the kernel routes to.
+    /// - Throws: `bluetoothUnavailable` when BlueZ cannot say the adapter's address (no `bluetoothd`, no adapter).
+    package func resolvedSocketOptions() async throws -> KernelL2CAP.Options {
+        var options = socketOptions
+        guard options.localAddress == nil, let gap else { return options }
+        options.localAddress = try await gap.adapterAddress(adapter: adapter)
+        return options
+    }
+
     package func listen(
         psm: UInt16?, onChannel: @escaping @Sendable (any L2CAPSDUChannel) -> Void
     ) async throws -> BLEL2CAPServer {
         let logger = self.logger
-        let server = try KernelL2CAP.listen(psm: psm, options: socketOptions) { channel in
+        let options = try await resolvedSocketOptions()
+        let server = try KernelL2CAP.listen(psm: psm, options: options) { channel in
             logger.debug("accepted kernel L2CAP channel", metadata: ["peer": "\(channel.peer)", "peerMTU": "\(channel.peerMTU)"])
             onChannel(channel)
         } onError: { error in
             logger.warning("kernel L2CAP server stopped: \(error)")
         }
-        logger.debug("kernel L2CAP server listening", metadata: ["psm": "\(server.psm)"])
+        logger.debug(
+            "kernel L2CAP server listening",
+            metadata: ["psm": "\(server.psm)", "local": "\(options.localAddress.map { "\($0)" } ?? "any adapter")"])
         return server
     }
 
     package func connect(to address: BLEAddress, psm: UInt16) async throws -> any L2CAPSDUChannel {
-        try await KernelL2CAP.connect(to: address, psm: psm, options: socketOptions)
+        try await KernelL2CAP.connect(to: address, psm: psm, options: try await resolvedSocketOptions())
     }
 
     package func states() -> AsyncStream<BLERadioState> {

@@ -6,13 +6,16 @@ package struct BlueZAdapterState: Sendable, Hashable {
     package var name: String { String(path.split(separator: "/").last ?? "") }
     /// The controller's address, e.g. `F0:F1:F2:F3:F4:00`.
     package var address: String
+    /// `Adapter1.AddressType`: `public`, or `random` for a controller with a static random address only.
+    package var addressType: String
     /// Whether the adapter is powered on.
     package var powered: Bool
 
     /// Creates a state.
-    package init(path: String, address: String, powered: Bool) {
+    package init(path: String, address: String, addressType: String = "public", powered: Bool) {
         self.path = path
         self.address = address
+        self.addressType = addressType
         self.powered = powered
     }
 }
@@ -93,6 +96,7 @@ package struct BlueZAdapterTracker: Sendable {
     package mutating func propertiesChanged(path: String, changed: [String: DBusValue]) -> [BlueZAdapterEvent] {
         guard var state = adapters[path] else { return [] }
         if let address = changed["Address"]?.string { state.address = address }
+        if let addressType = changed["AddressType"]?.string { state.addressType = addressType }
         let powered = changed["Powered"]?.bool
         if let powered { state.powered = powered }
         adapters[path] = state
@@ -138,8 +142,10 @@ package struct BlueZAdapterTracker: Sendable {
         Int(name.drop { !$0.isNumber }) ?? Int.max
     }
 
-    private static func state(path: String, properties: [String: DBusValue]) -> BlueZAdapterState {
+    /// The adapter `Adapter1` properties describe.
+    package static func state(path: String, properties: [String: DBusValue]) -> BlueZAdapterState {
         BlueZAdapterState(
-            path: path, address: properties["Address"]?.string ?? "", powered: properties["Powered"]?.bool ?? false)
+            path: path, address: properties["Address"]?.string ?? "",
+            addressType: properties["AddressType"]?.string ?? "public", powered: properties["Powered"]?.bool ?? false)
     }
 }

@@ -30,22 +30,26 @@ package final class DBusClient: Sendable {
         core.queue.async { core.shutDown(reason: "closed by its owner") }
     }
 
-    /// Connects to the system bus.
-    /// - Throws: `.mediumUnavailable` when the bus cannot be reached.
-    package static func system(logger: Logger = Logger(label: "nearby.dbus")) async throws -> DBusClient {
-        try await connect(address: systemBusAddress, logger: logger)
+    /// Connects to the system bus, waiting at most `timeout` for it to answer `Hello`.
+    /// - Throws: `.mediumUnavailable` when the bus cannot be reached, `.timeout` when it does not answer.
+    package static func system(
+        logger: Logger = Logger(label: "nearby.dbus"), timeout: Duration = .seconds(25)
+    ) async throws -> DBusClient {
+        try await connect(address: systemBusAddress, logger: logger, timeout: timeout)
     }
 
     /// Connects to the bus at `address` (a D-Bus address such as `unix:path=/run/dbus/system_bus_socket`) and
-    /// registers with it (`Hello`).
+    /// registers with it (`Hello`, answered within `timeout`).
     /// - Throws: `.mediumUnavailable` when it cannot be reached, `.timeout` when it does not answer.
-    package static func connect(address: String, logger: Logger = Logger(label: "nearby.dbus")) async throws -> DBusClient {
+    package static func connect(
+        address: String, logger: Logger = Logger(label: "nearby.dbus"), timeout: Duration = .seconds(25)
+    ) async throws -> DBusClient {
         let core = DBusConnectionCore(logger: logger)
         try await core.onQueue { try core.open(address: address) }
         do {
             let reply = try await core.call(
                 destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                member: "Hello", arguments: [], timeout: .seconds(25))
+                member: "Hello", arguments: [], timeout: timeout)
             guard let name = reply.first?.string else {
                 throw NearbyError(.malformedMessage, "D-Bus Hello returned no unique name")
             }

@@ -78,6 +78,26 @@ package actor BlueZGAP: BlueZGAPProvider {
         }
     }
 
+    /// The adapter's identity address (`Adapter1.Address` with its `AddressType`), which the kernel's L2CAP sockets
+    /// bind to.
+    /// - Throws: `bluetoothUnavailable` when `bluetoothd` or the adapter is missing or the address cannot be read.
+    package func adapterAddress(adapter name: String) async throws -> BLEAddress? {
+        let adapter = try await followed(name)
+        let code = NearbyError.Code(rawValue: "bluetoothUnavailable")
+        guard let state = await adapter.state else {
+            if case .unavailable(let error) = BlueZRadioMapping.radioState(
+                adapter: nil, daemonPresent: await adapter.daemonPresent, name: name)
+            {
+                throw error
+            }
+            throw NearbyError(code, "BlueZ has no adapter \(name)")
+        }
+        guard let address = BlueZRadioMapping.localAddress(state) else {
+            throw NearbyError(code, "BlueZ adapter \(name) has no usable address ('\(state.address)', \(state.addressType))")
+        }
+        return address
+    }
+
     package func supportsExtendedAdvertising(adapter name: String) async throws -> Bool {
         let adapter = try await followed(name)
         return try await BlueZAdvertiser(adapter: adapter, logger: logger).capabilities().supportsExtendedAdvertising

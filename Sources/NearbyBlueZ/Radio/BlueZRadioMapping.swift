@@ -21,6 +21,12 @@ package enum BlueZRadioMapping {
             rssi: rssi)
     }
 
+    /// The adapter's identity address as the kernel's `sockaddr_l2` wants it: `Address` with `AddressType`
+    /// (`random` for a static random address, otherwise public). `nil` for an address that does not parse.
+    package static func localAddress(_ adapter: BlueZAdapterState) -> BLEAddress? {
+        BLEAddress(string: "\(adapter.address)/\(adapter.addressType == "random" ? "random" : "public")")
+    }
+
     /// Flags plus the service data and manufacturer data AD structures (entries that would not fit one AD structure
     /// are left out).
     package static func advertisingData(

@@ -1,0 +1,56 @@
+import Foundation
+import NearbyTestSupport
+import Testing
+
+@testable import NearbyBlueZ
+
+/// The `nearby` CLI without `--hci`: its system bus (`DBUS_SYSTEM_BUS_ADDRESS`) is a private bus, with or
+/// without a fake `bluetoothd`. Each run takes a few seconds (process start, a 2 s discovery).
+@Suite struct BlueZDefaultCLITests {
+    static func nearbyExecutable() throws -> String {
+        var candidates: [String] = []
+        if let cli = ProcessInfo.processInfo.environment["NEARBY_CLI"] { candidates.append(cli) }
+        if let runner = CommandLine.arguments.first {
+            candidates.append(URL(fileURLWithPath: runner).deletingLastPathComponent().appendingPathComponent("nearby").path)
+        }
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        candidates.append(repo.appendingPathComponent(".build/debug/nearby").path)
+        let found = candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+        return try #require(found, "the nearby executable is not built (looked at \(candidates))")
+    }
+
+    /// Runs `nearby ARGS` with `bus` as its system bus; returns its exit status and output.
+    static func run(_ arguments: [String], systemBus bus: PrivateBus) async throws -> (status: Int32, output: String) {
+        let log = bus.directory.appendingPathComponent("nearby.log").path
+        var environment = ProcessInfo.processInfo.environment
+        environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus.address
+        let process = try SpawnedProcess(try nearbyExecutable(), arguments, environment: environment, outputPath: log)
+        let status = try await process.waitForExit(within: 60, "nearby \(arguments.joined(separator: " "))")
+        return (status, (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
+    }
+
+    @Test func explicitBLEWithoutHCIAndWithoutBlueZFailsWithBluetoothUnavailable() async throws {
+        try await withPrivateBus { bus in
+            let (status, output) = try await Self.run(
+                ["discover", "--service-id", "x", "--medium", "ble", "--timeout", "1"], systemBus: bus)
+            #expect(status != 0, "\(output)")
+            #expect(output.contains("bluetoothUnavailable"), "\(output)")
+            #expect(output.contains("bluetoothd is not on the system bus"), "\(output)")
+        }
+    }
+
+    @Test func explicitBLEWithoutHCIUsesBlueZWhenBluetoothdRuns() async throws {
+        try await withPrivateBus { bus in
+            let daemon = try await FakeBlueZ(bus: bus)
+            let (status, output) = try await Self.run(
+                ["discover", "--service-id", "x", "--medium", "ble", "--no-upgrade", "--timeout", "2", "--verbose"],
+                systemBus: bus)
+            #expect(status == 0, "\(output)")
+            #expect(output.contains("controller=bluez:hci0"), "\(output)")
+            // Discovery went through the (fake) bluetoothd: LE discovery was started on its adapter.
+            #expect(daemon.adapterCalls.withLock { $0.map(\.0) }.contains("StartDiscovery"), "\(output)")
+            await daemon.connection.close()
+        }
+    }
+}
