@@ -73,7 +73,8 @@ public enum TransferUpdate: Sendable, Hashable {
     case canceled
     /// The transfer broke.
     case failure
-    /// Bytes are moving: `completed` of `total` (total is −1 for streams).
+    /// Bytes are moving: `completed` of `total` (total is −1 for streams). For a file it comes at most every 50 ms
+    /// (as Google's engine reports it), always for the first chunk; the outcome always follows.
     case progress(completed: Int64, total: Int64)
 }
 

@@ -52,7 +52,8 @@ public enum EndpointEvent: Sendable {
     case fileReceived(endpointID: String, payloadID: PayloadID, url: URL, name: String)
     /// A STREAM payload started; read its bytes from `stream`.
     case streamReceived(endpointID: String, payloadID: PayloadID, stream: IncomingByteStream)
-    /// Progress of a payload in either direction.
+    /// Progress of a payload in either direction. In-progress updates of a FILE come at most every 50 ms per
+    /// payload (`TransferUpdateThrottle`), always for the first chunk; the terminal update always arrives.
     case transferUpdate(endpointID: String, update: PayloadTransferUpdate, isOutgoing: Bool)
 }
 

@@ -110,8 +110,9 @@ public actor EndpointSession {
         self.writer = writer
         self.gate = gate
         sender = OutgoingPayloadSender(
-            writer: writer, gate: gate, chunkSize: channel.medium.maxTransmitPacketSize, logger: logger, onEvent: onEvent)
-        sink = IncomingPayloadSink(limits: limits, receiveDirectory: receiveDirectory, onEvent: onEvent)
+            writer: writer, gate: gate, chunkSize: channel.medium.maxTransmitPacketSize, logger: logger, clock: clock,
+            onEvent: onEvent)
+        sink = IncomingPayloadSink(limits: limits, receiveDirectory: receiveDirectory, clock: clock, onEvent: onEvent)
         upgrade = UpgradeCoordinator(
             role: machine.role == .incoming ? .initiator : .responder, writer: writer, gate: gate,
             mediums: upgradeMediums, autoUpgrade: autoUpgrade, localEndpointID: localEndpointID, timeouts: timeouts,

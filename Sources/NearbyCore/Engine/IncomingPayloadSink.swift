@@ -29,11 +29,18 @@ final class IncomingPayloadSink {
     private var tracker: IncomingPayloadTracker
     private let files: ReceivedFileStore
     private var streams: [PayloadID: AsyncThrowingChannel<[UInt8], any Error>] = [:]
+    /// Thins out FILE progress to one update per 50 ms per payload (``TransferUpdateThrottle``).
+    private var throttle = TransferUpdateThrottle()
+    private let clock: NearbyClock
     private let onEvent: @Sendable (EndpointEvent) -> Void
 
-    init(limits: ResourceLimits, receiveDirectory: URL, onEvent: @escaping @Sendable (EndpointEvent) -> Void) {
+    init(
+        limits: ResourceLimits, receiveDirectory: URL, clock: NearbyClock = .continuous,
+        onEvent: @escaping @Sendable (EndpointEvent) -> Void
+    ) {
         tracker = IncomingPayloadTracker(limits: limits)
         files = ReceivedFileStore(directory: receiveDirectory, minimumFreeSpace: limits.minimumFreeDiskSpace)
+        self.clock = clock
         self.onEvent = onEvent
     }
 
@@ -56,7 +63,7 @@ final class IncomingPayloadSink {
         files.discardAll()
         for action in tracker.failAll() {
             if case .update(let update) = action {
-                onEvent(.transferUpdate(endpointID: endpointID, update: update, isOutgoing: false))
+                report(update, endpoint: endpointID)
             }
         }
         for stream in streams.values {
@@ -112,7 +119,7 @@ final class IncomingPayloadSink {
                 streams.removeValue(forKey: id)?.finish()
             case .update(let update):
                 guard !failedHere.contains(update.payloadID) else { continue }
-                onEvent(.transferUpdate(endpointID: endpoint, update: update, isOutgoing: false))
+                report(update, endpoint: endpoint)
             case .discard(let id, let kind):
                 if kind == .file { files.discard(id) }
                 streams.removeValue(forKey: id)?.fail(NearbyError(.endpointIoError, "stream payload \(id) did not complete"))
@@ -133,16 +140,21 @@ final class IncomingPayloadSink {
         do {
             let url = try files.finish(id, expectedSize: total)
             onEvent(.fileReceived(endpointID: endpoint, payloadID: id, url: url, name: url.lastPathComponent))
-            onEvent(.transferUpdate(
-                endpointID: endpoint,
-                update: PayloadTransferUpdate(payloadID: id, kind: .file, status: .success, bytesTransferred: total, totalBytes: total),
-                isOutgoing: false))
+            report(
+                PayloadTransferUpdate(payloadID: id, kind: .file, status: .success, bytesTransferred: total, totalBytes: total),
+                endpoint: endpoint)
         } catch {
             logger.error("finishing a received file failed", metadata: ["payload_id": "\(id)", "error": "\(error)"])
-            onEvent(.transferUpdate(
-                endpointID: endpoint,
-                update: PayloadTransferUpdate(payloadID: id, kind: .file, status: .failure, bytesTransferred: total, totalBytes: total),
-                isOutgoing: false))
+            report(
+                PayloadTransferUpdate(payloadID: id, kind: .file, status: .failure, bytesTransferred: total, totalBytes: total),
+                endpoint: endpoint)
         }
+    }
+
+    /// Reports an incoming payload's update unless the throttle holds it back (FILE progress within 50 ms of the
+    /// last one delivered).
+    private func report(_ update: PayloadTransferUpdate, endpoint: String) {
+        guard throttle.admit(update, now: clock.now) else { return }
+        onEvent(.transferUpdate(endpointID: endpoint, update: update, isOutgoing: false))
     }
 }

@@ -39,17 +39,22 @@ package final class OutgoingPayloadSender: Sendable {
     /// The peer's endpoint ID, for the events.
     package let peerEndpointID = LockedValue("")
     private let state = LockedValue(State())
+    /// Thins out FILE progress to one update per 50 ms per payload (``TransferUpdateThrottle``).
+    private let throttle = LockedValue(TransferUpdateThrottle())
+    private let clock: NearbyClock
     private let onEvent: @Sendable (EndpointEvent) -> Void
     private let logger: Logger
 
+    /// - Parameter clock: The clock progress updates are thinned out by.
     package init(
-        writer: OutboundFrameWriter, gate: SendGate, chunkSize: Int, logger: Logger,
+        writer: OutboundFrameWriter, gate: SendGate, chunkSize: Int, logger: Logger, clock: NearbyClock = .continuous,
         onEvent: @escaping @Sendable (EndpointEvent) -> Void
     ) {
         self.writer = writer
         self.gate = gate
         self.chunkSize = LockedValue(chunkSize)
         self.logger = logger
+        self.clock = clock
         self.onEvent = onEvent
     }
 
@@ -188,9 +193,9 @@ package final class OutgoingPayloadSender: Sendable {
     }
 
     private func report(_ id: PayloadID, kind: PayloadKind, status: TransferStatus, bytes: Int64, total: Int64) {
-        onEvent(.transferUpdate(
-            endpointID: peerEndpointID.withLock { $0 },
-            update: PayloadTransferUpdate(payloadID: id, kind: kind, status: status, bytesTransferred: bytes, totalBytes: total),
-            isOutgoing: true))
+        let update = PayloadTransferUpdate(payloadID: id, kind: kind, status: status, bytesTransferred: bytes, totalBytes: total)
+        let now = clock.now
+        guard throttle.withLock({ $0.admit(update, now: now) }) else { return }
+        onEvent(.transferUpdate(endpointID: peerEndpointID.withLock { $0 }, update: update, isOutgoing: true))
     }
 }

@@ -18,8 +18,10 @@ public struct ResourceLimits: Sendable, Hashable {
     /// Default: 128.
     public var maxEndpoints: Int = 128
     /// The most endpoints the engine holds that are not yet connected (handshaking or awaiting a decision);
-    /// further incoming ones are refused. Default: 16.
-    public var maxPendingEndpoints: Int = 16
+    /// further incoming ones are refused. Default: 128, as many as ``maxEndpoints``, so a hub takes a room full of
+    /// devices that all ask at once (Google's engine has no such limit; here it still bounds handshakes in flight
+    /// when ``maxEndpoints`` is raised).
+    public var maxPendingEndpoints: Int = 128
     /// How long a connection may wait for both sides' accept or reject before it is rejected. Default: 60 s.
     public var pendingDecisionTimeout: Duration = .seconds(60)
     /// The keep-alive timeout a peer may ask for is clamped into this range. Default: 1 s to 300 s.
