@@ -23,7 +23,7 @@
 #       server) is found by our user-space host's `nearby send --medium ble --hci tcp:...` on the host, which sends
 #       bytes and a 20 kB file over L2CAP (--no-upgrade); the guest checks both payloads arrived;
 #   (k, l) `nearby send --hci bluez` in the guest to our user-space host's `nearby advertise` on the host: bytes + a
-#       file (256 KiB; NEARBY_BLUEZ_VM_K_BYTES) over L2CAP (--no-upgrade), then (l, only with NEARBY_BLUEZ_VM_UPGRADE=1) with the bandwidth upgrade
+#       file (1 MiB; NEARBY_BLUEZ_VM_K_BYTES) over L2CAP (--no-upgrade), then (l, only with NEARBY_BLUEZ_VM_UPGRADE=1) with the bandwidth upgrade
 #       to Wi-Fi LAN (scripts/test-bluez-vm-send.sh);
 #   (m) `nearby beacons --hci bluez` sees an Eddystone-UID and an iBeacon from Bumble advertisers; (n) rfkill block
 #       and unblock under a BlueZ-backed advertiser (scripts/test-bluez-vm-radio.sh).
@@ -361,7 +361,7 @@ start_bluez_radio_peers "$m_eddystone_port" "$m_ibeacon_port"
 echo "test-bluez-vm: host side ready in $(since "$total_started") s; booting the guest" >&2
 set +e
 for attempt in 1 2; do
-    NEARBY_BLUEZ_VM_HCI_PORT="$guest_port" NEARBY_BLUEZ_VM_TIMEOUT="${NEARBY_BLUEZ_VM_TIMEOUT:-330}" \
+    NEARBY_BLUEZ_VM_HCI_PORT="$guest_port" NEARBY_BLUEZ_VM_TIMEOUT="${NEARBY_BLUEZ_VM_TIMEOUT:-420}" \
         NEARBY_BLUEZ_VM_NET="${NEARBY_BLUEZ_VM_NET-user}" NEARBY_BLUEZ_VM_WIRE="${NEARBY_BLUEZ_VM_WIRE-virtio}" \
         scripts/with-bluez-vm.sh ${NEARBY_BLUEZ_VM_GUEST_CMD:-scripts/test-bluez-vm.sh --guest} | tee "$work/guest.out"
     rc=${PIPESTATUS[0]}

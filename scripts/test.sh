@@ -34,7 +34,7 @@ set +e
 scripts/with-test-network.sh timeout --signal=TERM --kill-after=30s 70m swift test --no-parallel "$@"
 rc=$?
 if [[ "$run_bluez_vm" == 1 ]]; then
-    scripts/with-test-network.sh timeout --signal=TERM --kill-after=30s 12m scripts/test-bluez-vm.sh
+    scripts/with-test-network.sh timeout --signal=TERM --kill-after=30s 15m scripts/test-bluez-vm.sh
     vm_rc=$?
     ((rc != 0)) || rc=$vm_rc
 fi
