@@ -181,11 +181,59 @@ import NearbyBLE
     @Test func closingLocallySendsADisconnectionRequestAndForgetsAnIdleChannel() throws {
         var m = machine()
         let key = try acceptedChannel(&m)
-        let actions = m.closeLocally(key, idle: true)
+        let actions = m.closeLocally(key)
         #expect(sent(actions).map { $0[0] } == [0x06])
         #expect(m.channel(key) == nil)
-        let again = m.closeLocally(key, idle: true)
+        let again = m.closeLocally(key)
         #expect(again.isEmpty)
+    }
+
+    /// The peer's request for PSM 0x0081 from its CID `scid` (identifier `id`).
+    private func request(id: UInt8, scid: UInt8) -> [UInt8] {
+        [0x14, id, 0x0A, 0x00, 0x81, 0x00, scid, 0x00, 0x00, 0x02, 0x40, 0x00, 0x02, 0x00]
+    }
+
+    private func result(_ actions: [L2CAPSignalling.Action]) -> UInt16? {
+        sent(actions).first { $0[0] == 0x15 }.map { UInt16($0[12]) | UInt16($0[13]) << 8 }
+    }
+
+    /// A stranger opens a channel and closes it while our reader waits (or garbage makes us close it with an
+    /// error): once the owner closes its side, the peer may use the same CID again, and so may we.
+    @Test func aChannelThePeerClosedIsForgottenWhenItsOwnerClosesIt() throws {
+        var m = machine()
+        let key = try acceptedChannel(&m)
+        #expect(m.read(key).map { if case .wait = $0.0 { true } else { false } } == true)
+        // Disconnection Request, identifier 4, DCID (ours) 0x0040, SCID 0x0045: the waiting reader gets the end.
+        let closed = m.receive(handle: handle, cid: 5, [0x06, 0x04, 0x04, 0x00, 0x40, 0x00, 0x45, 0x00])
+        #expect(closed.contains { if case .closed(key, nil, true) = $0 { true } else { false } })
+        // The peer reuses its CID 0x0045 at once: the closed channel does not block it.
+        let second = m.receive(handle: handle, cid: 5, request(id: 5, scid: 0x45))
+        #expect(result(second) == 0)
+        let secondKey = try #require(second.compactMap { if case .accepted(_, let info) = $0 { info.key } else { nil } }.first)
+        // The first channel's owner closes it: nothing goes out, and it is gone.
+        #expect(sent(m.closeLocally(key)).isEmpty)
+        #expect(m.channel(key) == nil)
+        // Garbage on the second channel (a K-frame whose SDU length exceeds our MTU) closes it with an error.
+        let garbage = m.receive(handle: handle, cid: secondKey.localCID, [0xFF, 0xFF, 1, 2])
+        #expect(garbage.contains { if case .closed(secondKey, _?, _) = $0 { true } else { false } })
+        _ = m.closeLocally(secondKey)
+        #expect(m.channel(secondKey) == nil)
+        let third = m.receive(handle: handle, cid: 5, request(id: 6, scid: 0x45))
+        #expect(result(third) == 0)
+        #expect(third.contains { if case .accepted(_, let info) = $0 { info.key.localCID == 0x40 } else { false } })
+    }
+
+    /// The link dropped under a channel and the controller gives the next connection the same handle: its
+    /// requests are accepted although the old channel's owner has not closed it yet.
+    @Test func aChannelOfALostLinkDoesNotBlockTheNextConnectionOnTheSameHandle() throws {
+        var m = machine()
+        let key = try acceptedChannel(&m)
+        _ = m.read(key)
+        _ = m.connectionEnded(handle, NearbyError(.endpointIoError, "link lost"))
+        let next = m.receive(handle: handle, cid: 5, request(id: 1, scid: 0x45))
+        #expect(result(next) == 0)
+        _ = m.closeLocally(key)
+        #expect(m.channel(key) == nil)
     }
 
     @Test func dynamicPSMsSkipTakenOnes() throws {

@@ -121,8 +121,11 @@ extension BLEHost {
     func peerCredits(_ key: L2CAPChannelKey) -> Int? { signalling.channel(key)?.peerCredits }
 
     func closeChannel(_ key: L2CAPChannelKey, disconnectLink: Bool) async {
-        guard let channel = signalling.channel(key), !channel.isClosed else { return }
-        perform(signalling.closeLocally(key, idle: sendGates[key] == nil))
+        // A channel the peer or the link already closed is only forgotten here (its CIDs are free again).
+        guard let channel = signalling.channel(key) else { return }
+        let wasOpen = !channel.isClosed
+        perform(signalling.closeLocally(key))
+        guard wasOpen else { return }
         if disconnectLink, connections[key.handle]?.isCentral == true, !signalling.hasChannels(onHandle: key.handle) {
             // Let the disconnection request go out first.
             try? await clock.sleep(for: .milliseconds(50))

@@ -160,7 +160,7 @@ package struct L2CAPSignalling: Sendable {
             channels[open.key] = channel
             return [cancel, .opened(identifier: id, channel.info)]
         case .flowControlCredit(_, let cid, let credits):
-            let key = channels.values.first(where: { $0.info.key.handle == handle && $0.info.remoteCID == cid })?.info.key
+            let key = channels.values.first(where: { $0.info.key.handle == handle && $0.info.remoteCID == cid && !$0.isClosed })?.info.key
                 ?? L2CAPChannelKey(handle: handle, localCID: cid)
             guard var channel = channels[key] else { return [] }
             do {
@@ -208,7 +208,9 @@ package struct L2CAPSignalling: Sendable {
         }
         guard servers.contains(psm) else { return refuse(L2CAPConnectionResult.psmNotSupported) }
         guard Self.isDynamic(sourceCID) else { return refuse(L2CAPConnectionResult.invalidSourceCID) }
-        guard !channels.values.contains(where: { $0.info.key.handle == handle && $0.info.remoteCID == sourceCID }) else {
+        // Only open channels count: a closed one's source CID is free again for the peer.
+        guard !channels.values.contains(where: { $0.info.key.handle == handle && $0.info.remoteCID == sourceCID && !$0.isClosed })
+        else {
             return refuse(L2CAPConnectionResult.sourceCIDAlreadyAllocated)
         }
         guard peer.isValid else { return refuse(L2CAPConnectionResult.unacceptableParameters) }
@@ -241,14 +243,19 @@ package struct L2CAPSignalling: Sendable {
         channels[key]?.takeCredit() ?? false
     }
 
-    /// We close `key`: a Disconnection Request goes out, the channel closes cleanly. It is forgotten at once
-    /// when no SDU waits for a reader and `idle` (no writer holds it).
-    package mutating func closeLocally(_ key: L2CAPChannelKey, idle: Bool) -> [Action] {
-        guard let channel = channels[key], !channel.isClosed else { return [] }
-        let request = L2CAPSignal.disconnectionRequest(
-            identifier: takeIdentifier(), destinationCID: channel.info.remoteCID, sourceCID: key.localCID)
-        let actions = [Action.send(handle: key.handle, request)] + close(key, nil)
-        if idle, channels[key]?.hasQueuedSDUs == false { channels[key] = nil }
+    /// The channel's owner is done with `key`: if still open, a Disconnection Request goes out and it closes
+    /// cleanly (its reader gets the end, its writers fail). Either way it is forgotten at once, queued SDUs and
+    /// all, so its CIDs are free again. A channel the peer or the link already closed stays in the table (for
+    /// its reader's error) only until its owner calls this.
+    package mutating func closeLocally(_ key: L2CAPChannelKey) -> [Action] {
+        guard let channel = channels[key] else { return [] }
+        var actions: [Action] = []
+        if !channel.isClosed {
+            let request = L2CAPSignal.disconnectionRequest(
+                identifier: takeIdentifier(), destinationCID: channel.info.remoteCID, sourceCID: key.localCID)
+            actions = [Action.send(handle: key.handle, request)] + close(key, nil)
+        }
+        channels[key] = nil
         return actions
     }
 
