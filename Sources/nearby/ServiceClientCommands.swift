@@ -181,23 +181,26 @@ private func runAttached(
         await client.close()
         return
     }
-    let failure: CLIFailure? = await firstOf(
-        { () async -> CLIFailure? in
-            _ = await Signals.waitForTermination()
-            return nil
-        },
-        { () async -> CLIFailure? in
-            await printing.value
-            return CLIFailure("the service closed the connection")
-        },
-        { () async -> CLIFailure? in
-            guard let timeout else {
-                _ = await Signals.waitForTermination()
-                return nil
-            }
+    // One signal waiter only: a second trap of the same signals raced with the first, and a publisher then
+    // sometimes ignored SIGTERM (seen once in CI).
+    let terminated: @Sendable () async -> CLIFailure? = {
+        _ = await Signals.waitForTermination()
+        return nil
+    }
+    let closed: @Sendable () async -> CLIFailure? = {
+        await printing.value
+        return CLIFailure("the service closed the connection")
+    }
+    let failure: CLIFailure?
+    if let timeout {
+        let timedOut: @Sendable () async -> CLIFailure? = {
             try? await Task.sleep(for: .milliseconds(Int(timeout * 1000)))
             return nil
-        })
+        }
+        failure = await firstOf(terminated, closed, timedOut)
+    } else {
+        failure = await firstOf(terminated, closed)
+    }
     await client.close()
     printing.cancel()
     if let failure { throw failure }
