@@ -90,11 +90,15 @@ struct PayloadFairnessTests {
         try harness.sender.send(.file(large, name: "large.bin", parentFolder: ""), id: 10)
         try harness.sender.send(.file(small, name: "small.bin", parentFolder: ""), id: 11)
         try harness.sender.send(.bytes([1, 2, 3]), id: 12)
+        // All three senders hold their first frame at the gate before it opens, so none starts late because the
+        // scheduler had not run its task yet (CI once saw the large file finish before the small one had begun).
+        _ = try await eventually("all three payloads waiting at the gate") { harness.gate.waiterCount == 3 ? true : nil }
         harness.gate.open()
         try await harness.waitForSuccess(of: 10, "the large file to finish")
         let order = harness.succeeded
-        #expect(order.firstIndex(of: 11)! < order.firstIndex(of: 10)!, "\(order)")
-        #expect(order.firstIndex(of: 12)! < order.firstIndex(of: 10)!, "\(order)")
+        let largeDone = try #require(order.firstIndex(of: 10))
+        #expect(try #require(order.firstIndex(of: 11), "\(order)") < largeDone, "\(order)")
+        #expect(try #require(order.firstIndex(of: 12), "\(order)") < largeDone, "\(order)")
 
         // On the wire, the small file's last frame comes before the large file's last frame.
         var lastFrames: [Int64] = []

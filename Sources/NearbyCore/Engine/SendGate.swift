@@ -22,6 +22,9 @@ package final class SendGate: Sendable {
         }
     }
 
+    /// How many ``wait()``ers the closed gate holds now (tests wait for every sender to be at the gate).
+    package var waiterCount: Int { state.withLock { $0.waiters.count } }
+
     /// Holds later ``wait()``ers until ``open()``.
     package func close() { state.withLock { $0.closed = true } }
 
