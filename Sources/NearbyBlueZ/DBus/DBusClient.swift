@@ -2,6 +2,7 @@ import CDBus
 import Dispatch
 import Foundation
 import Logging
+import NearbyCore
 import NearbyWire
 
 /// A connection to a D-Bus message bus through the system's libdbus-1: method calls awaited asynchronously,
@@ -203,15 +204,19 @@ package final class DBusClient: Sendable {
 extension DBusConnectionCore {
     /// Runs `body` on the queue and returns its result.
     func onQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
+        try await withHandoffContinuation { continuation in
             queue.async { continuation.resume(with: Result { try body() }) }
         }
     }
 
     /// Runs `body` on the queue and returns its result.
     func onQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: body()) }
+        do {
+            return try await withHandoffContinuation { continuation in
+                queue.async { continuation.resume(returning: body()) }
+            }
+        } catch {
+            preconditionFailure("the resumer is only ever given a value: \(error)")
         }
     }
 
@@ -232,7 +237,7 @@ extension DBusConnectionCore {
         let reply = PendingReply()
         let retained = UncheckedMessage(message: message)
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
+            try await withHandoffContinuation { continuation in
                 queue.async {
                     guard !reply.done else {
                         // Cancelled before it was sent.

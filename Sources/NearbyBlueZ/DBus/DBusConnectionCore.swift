@@ -1,6 +1,7 @@
 import CDBus
 import Dispatch
 import Logging
+import NearbyCore
 import NearbyWire
 
 /// The libdbus connection and everything attached to it, confined to the main loop's serial queue.
@@ -192,7 +193,7 @@ struct UncheckedPendingCall: @unchecked Sendable {
 /// One method call waiting for its reply; completed exactly once (reply, cancellation or closed connection).
 /// Touched on the connection's queue only.
 final class PendingReply: @unchecked Sendable {
-    var continuation: CheckedContinuation<[DBusValue], any Error>?
+    var continuation: HandoffResumer<[DBusValue]>?
     var pending: OpaquePointer?
     var done = false
     var finished: () -> Void = {}
