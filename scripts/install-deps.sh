@@ -35,6 +35,8 @@ apt_packages=(
     bluez
     kmod
     cpio
+    # scripts/with-hang-dump.sh: the stacks of a test process that hangs.
+    gdb
 )
 
 requirement_files=(
