@@ -60,8 +60,7 @@ package struct PulseAudioMediumIO: AudioMediumIO {
     package func openRecorder() async throws -> any AudioMediumRecording {
         let queue = DispatchQueue(label: "nearby.audio.recorder")
         let (server, source) = (server, source)
-        let recorder = try await withCheckedThrowingContinuation {
-            (continuation: CheckedContinuation<PulseAudioRecorder, any Error>) in
+        let recorder: PulseAudioRecorder = try await withHandoffContinuation { continuation in
             queue.async {
                 continuation.resume(with: Result {
                     try PulseAudioRecorder(server: server, source: source, fragmentSamples: Self.readChunk)
@@ -79,7 +78,8 @@ package struct PulseAudioMediumIO: AudioMediumIO {
         func read() async throws -> [Float] {
             try Task.checkCancellation()
             let recorder = self.recorder
-            return try await withCheckedThrowingContinuation { continuation in
+            // Through a lock TSan sees: the samples are built on the queue (withHandoffContinuation).
+            return try await withHandoffContinuation { continuation in
                 queue.async {
                     continuation.resume(with: Result { try recorder.record(count: PulseAudioMediumIO.readChunk) })
                 }

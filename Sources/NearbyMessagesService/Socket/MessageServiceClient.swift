@@ -26,7 +26,7 @@ public final class MessageServiceClient: Sendable {
 
     private struct State {
         var nextID = 1
-        var waiting: [Int: CheckedContinuation<ServiceResponse, any Error>] = [:]
+        var waiting: [Int: HandoffResumer<ServiceResponse>] = [:]
         var closed: NearbyError?
         /// ``close()`` was called.
         var closing = false
@@ -72,7 +72,7 @@ public final class MessageServiceClient: Sendable {
     public func send(_ request: ServiceRequest) async throws(NearbyError) -> ServiceResponse {
         var request = request
         do {
-            return try await withCheckedThrowingContinuation { continuation in
+            return try await withHandoffContinuation { continuation in
                 let id = state.withLock { state -> Result<Int, NearbyError> in
                     if let closed = state.closed { return .failure(closed) }
                     defer { state.nextID += 1 }
