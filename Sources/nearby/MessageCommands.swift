@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import NearbyConnections
 import NearbyCore
 import NearbyMessages
 import NearbyWire
@@ -205,7 +206,7 @@ struct BeaconsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "beacons", abstract: "Print BLE beacons (Eddystone, iBeacon, AltBeacon) as they are found and lost.")
 
-    @Option(help: "BLE radio: a controller for our own host (tcp:HOST:PORT, uart:/dev/ttyX[@BAUD], hci:N) or bluez[:hciN] (channels only until the BlueZ D-Bus layer lands).")
+    @Option(help: "BLE radio: a controller for our own host (tcp:HOST:PORT, uart:/dev/ttyX[@BAUD], hci:N) or bluez[:hciN] (default: the system's BlueZ when bluetoothd runs with an adapter).")
     var hci: String?
 
     @Option(help: "Stop after this many seconds (default: run until interrupted).")
@@ -230,17 +231,32 @@ struct BeaconsCommand: AsyncParsableCommand {
         if let replay {
             return try await scan(ReplayReportSource(try ReplayReportSource.parse(fileAt: replay)))
         }
-        guard let source = try Self.makeScanner(hci: hci) else {
-            throw ValidationError("nearby beacons needs --hci TRANSPORT (a Bluetooth controller) or --replay FILE")
-        }
-        try await scan(source)
+        try await scan(try await Self.makeScanner(hci: hci, verbose: verbose))
     }
 
-    /// The BLE scanner for `--hci` (NearbyBLE's user-space HCI host), or `nil` without `--hci`.
-    static func makeScanner(hci: String?) throws -> (any AdvertisingReportSource)? {
-        guard let hci else { return nil }
+    /// The BLE scanner for `--hci`; without `--hci`, on the system's BlueZ when `bluetoothd` runs with an adapter
+    /// (as `nearby advertise` chooses its radio).
+    /// - Throws: `CLIFailure` (exit 1) saying why when there is no `--hci` and BlueZ is not usable.
+    static func makeScanner(hci: String?, verbose: Bool = false) async throws -> any AdvertisingReportSource {
+        let spec: String
+        if let hci {
+            spec = hci
+        } else {
+            let choice: BluetoothChoice
+            do {
+                choice = try await MediumFactory.choose(given: nil, named: [.ble])
+            } catch {
+                throw CLIFailure(
+                    "\((error as? NearbyError)?.message ?? "\(error)") (or --replay FILE to decode saved reports)")
+            }
+            guard let controller = choice.controller else {
+                throw CLIFailure("nearby beacons needs a Bluetooth radio: \(choice.reason)")
+            }
+            if verbose { FileHandle.standardError.write(Data("nearby beacons: \(choice.reason)\n".utf8)) }
+            spec = controller.description
+        }
         do {
-            return try BLEBeaconScanner(hci: hci)
+            return try BLEBeaconScanner(hci: spec)
         } catch {
             throw ValidationError("\((error as? NearbyError)?.message ?? "\(error)")")
         }

@@ -53,4 +53,58 @@ import Testing
             await daemon.connection.close()
         }
     }
+
+    @Test func beaconsWithoutHCIAndWithoutBlueZSaysWhy() async throws {
+        try await withPrivateBus { bus in
+            let (status, output) = try await Self.run(["beacons", "--timeout", "1"], systemBus: bus)
+            #expect(status == 1, "\(output)")
+            #expect(output.contains("bluetoothd is not on the system bus"), "\(output)")
+            #expect(output.contains("--hci"), "\(output)")
+        }
+    }
+
+    @Test func beaconsWithoutHCIScansThroughBlueZWhenBluetoothdRuns() async throws {
+        try await withPrivateBus { bus in
+            let daemon = try await FakeBlueZ(bus: bus)
+            let (status, output) = try await Self.run(["beacons", "--timeout", "2", "--verbose"], systemBus: bus)
+            #expect(status == 0, "\(output)")
+            #expect(output.contains("BlueZ found: bluez:hci0"), "\(output)")
+            #expect(daemon.adapterCalls.withLock { $0.map(\.0) }.contains("StartDiscovery"), "\(output)")
+            await daemon.connection.close()
+        }
+    }
+
+    /// The CLI contract's `bluetooth_status` line: the adapter powered off, then on again, under `nearby discover`.
+    @Test func bluetoothStatusLinesReportPowerOffAndItsClearing() async throws {
+        try await withPrivateBus { bus in
+            let daemon = try await FakeBlueZ(bus: bus)
+            let log = bus.directory.appendingPathComponent("discover.log").path
+            var environment = ProcessInfo.processInfo.environment
+            environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus.address
+            let process = try SpawnedProcess(
+                try Self.nearbyExecutable(),
+                ["discover", "--service-id", "x", "--medium", "ble", "--no-upgrade", "--json", "--timeout", "60"],
+                environment: environment, outputPath: log)
+            defer { process.stopBlocking() }
+            func lines() -> [String] {
+                ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+                    .filter { $0.contains("\"event\":\"bluetooth_status\"") }
+            }
+            _ = try await eventually(within: 30, "discovery started on the fake bluetoothd") {
+                daemon.adapterCalls.withLock { $0.map(\.0) }.contains("StartDiscovery") ? true : nil
+            }
+            try await daemon.setPowered(false)
+            let off = try await eventually(within: 30, "bluetooth_status has_error true") { lines().first }
+            #expect(off.contains("\"has_error\":true"), "\(off)")
+            #expect(off.contains("\"problem\":\"poweredOff\""), "\(off)")
+            try await daemon.setPowered(true)
+            let on = try await eventually(within: 30, "bluetooth_status has_error false") {
+                lines().count >= 2 ? lines()[1] : nil
+            }
+            #expect(on.contains("\"has_error\":false"), "\(on)")
+            #expect(!on.contains("\"problem\""), "\(on)")
+            process.stopBlocking()
+            await daemon.connection.close()
+        }
+    }
 }
