@@ -286,7 +286,12 @@ cleanup() {
         kill -TERM "$pid" 2>/dev/null
         wait "$pid" 2>/dev/null
     done
-    rm -rf "$work"
+    # NEARBY_BLUEZ_VM_KEEP=1 keeps the host's logs (advertisers, Bumble controllers) for debugging.
+    if [[ "${NEARBY_BLUEZ_VM_KEEP:-0}" == 1 ]]; then
+        echo "test-bluez-vm: host logs kept in $work" >&2
+    else
+        rm -rf "$work"
+    fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT

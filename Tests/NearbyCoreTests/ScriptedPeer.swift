@@ -16,6 +16,9 @@ actor ScriptedPeer {
     private var secure: D2DSecureChannel?
     /// Frames read once connected, decrypted.
     private(set) var received: [InboundFrame] = []
+    /// Every frame read once encryption is on, in order: decrypted, or `nil` for one that did not decrypt (a
+    /// plaintext frame, such as the goodbye on the prior channel after a bandwidth upgrade).
+    private(set) var arrivals: [InboundFrame?] = []
     /// Whether the engine closed the channel.
     private(set) var closed = false
     private(set) var initiated = false
@@ -79,6 +82,15 @@ actor ScriptedPeer {
         }
     }
 
+    /// The bandwidth upgrade frames among ``arrivals``, in order, with `nil` for each frame that did not decrypt.
+    func upgradeArrivals() -> [ProtoBandwidthUpgradeNegotiationFrame.EventType?] {
+        arrivals.compactMap { frame -> ProtoBandwidthUpgradeNegotiationFrame.EventType?? in
+            guard let frame else { return .some(nil) }
+            if case .bandwidthUpgradeNegotiation(let negotiation) = frame { return .some(negotiation.eventType) }
+            return nil
+        }
+    }
+
     func close() async {
         await channel.close()
     }
@@ -98,8 +110,12 @@ actor ScriptedPeer {
     private func receive(_ body: [UInt8]) async {
         var plaintext = body
         if secure != nil {
-            guard let decoded = try? secure!.decode(body) else { return }
+            guard let decoded = try? secure!.decode(body) else {
+                arrivals.append(nil)
+                return
+            }
             plaintext = decoded
+            arrivals.append(try? OfflineFrameParser.parse(decoded))
         }
         if machine.isConnected, let frame = try? OfflineFrameParser.parse(plaintext) { received.append(frame) }
         await perform(machine.receive(plaintext))

@@ -18,6 +18,9 @@ extension EndpointSession {
                 // Peers may send a keep-alive in plaintext around the switch to encryption (§3.6): before their
                 // first encrypted frame, and not long after ours.
                 guard let frame = try? OfflineFrameParser.parse(body), case .keepAlive = frame else {
+                    logger.debug("undecodable frame", metadata: [
+                        "bytes": "\(body.count)", "head": "\(Hex.encode(Array(body.prefix(24))))",
+                        "draining": "\(upgrade.isDraining)"])
                     await end(error)
                     return
                 }
@@ -95,6 +98,7 @@ extension EndpointSession {
             case .deliver(let transfer):
                 await sink.receive(transfer, host: self)
             case .upgrade(let negotiation):
+                logger.debug("bandwidth upgrade frame", metadata: ["type": "\(negotiation.eventType)"])
                 await upgrade.receive(negotiation, host: self)
             case .peerDisconnected:
                 await end(nil)

@@ -273,9 +273,12 @@ actor UpgradeCoordinator {
                     await self?.drainExpired(generation)
                 }
                 logger.debug("upgraded channel ready; draining the prior channel")
-                await enqueueWrite(.holdAfter(lastWrite))
+                // Queued in this order before anything else can run on this actor (no await in between): a peer's
+                // SAFE_TO_CLOSE read while we waited here would queue the switch between our LAST_WRITE and our
+                // SAFE_TO_CLOSE, and SAFE_TO_CLOSE would go out on the new channel (BlueZ rig test l saw it).
+                chainWrite(.holdAfter(lastWrite))
             case .sendOnPriorChannel(let safeToClose):
-                await enqueueWrite(.priority(safeToClose))
+                chainWrite(.priority(safeToClose))
             case .switchChannels:
                 await switchChannels()
             case .abandon(let error):
@@ -295,8 +298,11 @@ actor UpgradeCoordinator {
     }
 
     /// Queues an upgrade frame for the writer behind the previous one, so the writer sees LAST_WRITE,
-    /// SAFE_TO_CLOSE and the switch in the order the machine decided them.
-    private func enqueueWrite(_ item: OutboundFrameWriter.Item) async {
+    /// SAFE_TO_CLOSE and the switch in the order the machine decided them. The order is fixed when this returns
+    /// (synchronously, on the actor); the returned task ends once the writer has taken the item, that is, once
+    /// every item before it was written.
+    @discardableResult
+    private func chainWrite(_ item: OutboundFrameWriter.Item) -> Task<Void, Never> {
         let previous = writeTail
         let writer = self.writer
         let task = Task {
@@ -304,7 +310,7 @@ actor UpgradeCoordinator {
             await writer.enqueue(item)
         }
         writeTail = task
-        await task.value
+        return task
     }
 
     /// The peer's SAFE_TO_CLOSE arrived: read and write on the new channel, say goodbye on the old one.
@@ -315,7 +321,9 @@ actor UpgradeCoordinator {
         }
         pendingChannel = nil
         timers.cancel(.drain)
-        await enqueueWrite(.switchChannel(next))
+        // Once the writer takes the switch, our LAST_WRITE and SAFE_TO_CLOSE are written on the prior channel, so
+        // the goodbye below follows them there.
+        await chainWrite(.switchChannel(next)).value
         let prior = await host.adoptUpgradedChannel(next)
         gate.open()
         logger[metadataKey: "medium"] = "\(next.medium)"
