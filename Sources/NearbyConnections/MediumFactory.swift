@@ -12,6 +12,9 @@ package struct MediumFactory: Sendable {
     package var bluetoothController: BluetoothController?
     /// The logger the drivers log to.
     package var logger: Logger
+    /// Whether Wi-Fi LAN discovery started while avahi-daemon is not running waits for it instead of failing
+    /// (Nearby Messages: a subscription starts, reports the mDNS problem and finds messages once the daemon runs).
+    package var waitForMDNS = false
 
     /// Creates a factory.
     package init(bluetoothController: BluetoothController?, logger: Logger) {
@@ -24,7 +27,7 @@ package struct MediumFactory: Sendable {
     package func driver(for kind: MediumKind) throws -> any MediumDriver {
         switch kind {
         case .wifiLAN:
-            return WiFiLANMedium(logger: logger)
+            return WiFiLANMedium(waitForMDNS: waitForMDNS, logger: logger)
         case .ble:
             guard let bluetoothController else {
                 throw NearbyError(

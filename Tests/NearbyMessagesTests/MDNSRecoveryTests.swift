@@ -55,6 +55,17 @@ struct MDNSRecoveryTests {
         #expect(await eventually(30) { !isRunning(pid) })
     }
 
+    /// Runs `body`, a step taken while avahi-daemon is stopped; when it throws, starts the daemon again before
+    /// passing the error on, so that the tests after this one find it running.
+    static func restartingOnError<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch {
+            _ = try? await restartAvahi()
+            throw error
+        }
+    }
+
     /// Starts avahi-daemon again and waits for its "Server startup complete" line.
     static func restartAvahi() async throws -> SpawnedProcess {
         let logPath = ProcessInfo.processInfo.environment["NEARBY_TEST_AVAHI_LOG"] ?? ""
@@ -102,6 +113,88 @@ struct MDNSRecoveryTests {
             #expect(await eventually(30) { Self.foundAgain(events.events) { $0.message == message && $0.kind == .found } lost: { $0.message == message && $0.kind == .lost } }, "\(events.events)")
             await publication.cancel()
             await subscription.cancel()
+        }
+    }
+
+    @Test("publication and subscription started while avahi-daemon is stopped: both start, the mDNS problem is reported, and the message is found once the daemon is back")
+    func startWhileAvahiStopped() async throws {
+        try await withTestTimeout(120, "mDNS start while stopped") {
+            let service = WiFiLANMessagesTests.serviceID("mdns-late")
+            let publisherRadio = RadioStatusCollector()
+            let subscriberRadio = RadioStatusCollector()
+            let publisher = try testManager(service)
+            publisher.radioStatusHandler = { publisherRadio.append($0) }
+            let subscriber = try testManager(service)
+            subscriber.radioStatusHandler = { subscriberRadio.append($0) }
+            let message = Message(text: "published before avahi-daemon ran")
+
+            try await Self.stopAvahi()
+            let publication = try await Self.restartingOnError {
+                try await publisher.publish(message, options: PublishOptions(strategy: WiFiLANMessagesTests.wifiOnly))
+            }
+            let subscription = try await Self.restartingOnError {
+                try await subscriber.subscribe(options: SubscribeOptions(strategy: WiFiLANMessagesTests.wifiOnly))
+            }
+            let events = EventCollector()
+            let collecting = events.collect(subscription)
+            defer { collecting.cancel() }
+            #expect(await eventually(30) { publisherRadio.of(.mdns).map(\.hasError) == [true] }, "\(publisherRadio.statuses)")
+            #expect(publisherRadio.of(.mdns).first?.problem == .unavailable)
+            #expect(await eventually(30) { subscriberRadio.of(.mdns).map(\.hasError) == [true] }, "\(subscriberRadio.statuses)")
+
+            _ = try await Self.restartAvahi()
+            #expect(await eventually(30) { publisherRadio.of(.mdns).map(\.hasError) == [true, false] }, "\(publisherRadio.statuses)")
+            #expect(await eventually(30) { subscriberRadio.of(.mdns).map(\.hasError) == [true, false] }, "\(subscriberRadio.statuses)")
+            #expect(await eventually(30) { events.found { $0 == message } }, "\(events.events)")
+            await publication.cancel()
+            await subscription.cancel()
+        }
+    }
+
+    @Test("Connections started while avahi-daemon is stopped: advertising says it is not discoverable and is published once the daemon runs; discovery fails with mediumUnavailable")
+    func connectionsStartedWhileAvahiStopped() async throws {
+        try await withTestTimeout(120, "Connections started while avahi is stopped") {
+            let serviceID = WiFiLANMessagesTests.serviceID("mdns-connections-late")
+            let directory = try temporaryDirectory("mdns-connections-late")
+            let options = ConnectionOptions(mediums: [.wifiLAN], receiveDirectory: directory)
+            let advertising = ConnectionManager(serviceID: serviceID, strategy: .pointToPoint, options: options)
+            let discovering = ConnectionManager(serviceID: serviceID, strategy: .pointToPoint, options: options)
+            let early = ConnectionManager(serviceID: serviceID, strategy: .pointToPoint, options: options)
+
+            try await Self.stopAvahi()
+            let advertiser = Advertiser(connectionManager: advertising)
+            let sessions = try await Self.restartingOnError {
+                try await advertiser.startAdvertising(using: Data("late".utf8), mediums: [.wifiLAN])
+            }
+            #expect(sessions.first?.discoverabilityProblem?.code == .mediumUnavailable)
+            let failures = LockedValue<[NearbyError]>([])
+            // Subscribed before discovery starts (events are not replayed to later subscribers).
+            let earlyEvents = early.events
+            let watchingEarly = Task {
+                for await event in earlyEvents {
+                    if case .discoveryFailed(.wifiLAN, let error) = event { failures.withLock { $0.append(error) } }
+                }
+            }
+            defer { watchingEarly.cancel() }
+            try await Self.restartingOnError { try await Discoverer(connectionManager: early).startDiscovery(mediums: [.wifiLAN]) }
+            // Expectations that do not throw until avahi-daemon runs again, so that a failure here leaves it running
+            // for the tests after this one.
+            #expect(await eventually(30) { !failures.withLock { $0.isEmpty } }, "no discoveryFailed(wifiLAN)")
+            #expect(failures.withLock { $0.first?.code } == .mediumUnavailable, "\(failures.withLock { $0 })")
+
+            _ = try await Self.restartAvahi()
+            #expect(await eventually(30) { sessions.first?.discoverabilityProblem == nil })
+            let log = ConnectionEventCollector()
+            let logging = log.collect(discovering.events)
+            defer { logging.cancel() }
+            let discoverer = Discoverer(connectionManager: discovering)
+            try await discoverer.startDiscovery(mediums: [.wifiLAN])
+            let wanted = advertising.localEndpointID
+            #expect(await eventually(30) { log.found(wanted) >= 1 }, "\(log.events)")
+            await discoverer.stopDiscoveryAndWait()
+            await advertising.shutdown()
+            await discovering.shutdown()
+            await early.shutdown()
         }
     }
 

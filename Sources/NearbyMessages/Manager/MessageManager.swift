@@ -85,7 +85,12 @@ public final class MessageManager: Sendable {
 
     /// The mediums the public initializer uses: those ``MediumFactory`` builds, BLE on `bluetoothController`.
     package static func factoryMediums(bluetoothController: BluetoothController?) -> MediumProvider {
-        { kind, logger in try MediumFactory(bluetoothController: bluetoothController, logger: logger).driver(for: kind) }
+        { kind, logger in
+            var factory = MediumFactory(bluetoothController: bluetoothController, logger: logger)
+            // Publications and subscriptions started while avahi-daemon is not running start when it does.
+            factory.waitForMDNS = true
+            return try factory.driver(for: kind)
+        }
     }
 
     /// Creates a manager whose mediums come from `mediums` (test doubles) and whose timers run on `clock` (a

@@ -1,4 +1,5 @@
 import CAvahiClient
+import Dispatch
 import NearbyWire
 
 /// One connection to avahi-daemon: an Avahi threaded poll (its own event-loop thread) and an `AvahiClient`, plus
@@ -17,8 +18,10 @@ import NearbyWire
 ///
 /// Lifetime: C callbacks get unretained pointers to these objects. That is safe because an object's Avahi handle
 /// (entry group, browser, resolver, timeout) is always freed, with the lock held, before the object is dropped, and
-/// no callback can run for a freed handle. No object that a callback reaches holds the connection strongly, so the
-/// connection is never deinitialized on the poll thread.
+/// no callback can run for a freed handle. A callback still holds the object it was called for (a +1 of its own) while
+/// it runs, so the last reference to the connection could be dropped on the poll thread, where the loop cannot be
+/// stopped (avahi_threaded_poll_stop aborts the process there). So the connection is held through an
+/// ``AvahiConnectionOwner``, whose end shuts the connection down on another thread, and keeps it alive until then.
 final class AvahiConnection: @unchecked Sendable {
     private let poll: OpaquePointer
     /// The poll's API table, for timeouts.
@@ -28,16 +31,17 @@ final class AvahiConnection: @unchecked Sendable {
     /// Whether `client` reached `AVAHI_CLIENT_FAILURE`; a failed client is replaced at once from `reconnect`, or
     /// on the next request if that comes first.
     private var clientFailed = false
-    /// Whether a client has connected before: replacements then wait for the daemon (`AVAHI_CLIENT_NO_FAIL`).
-    private var hasConnected = false
     /// Replaces a failed client outside of its callback.
     private var reconnect: AvahiReconnectTimer?
     private var registrations: [ObjectIdentifier: AvahiRegistration] = [:]
     private var browseSessions: [ObjectIdentifier: AvahiBrowseSession] = [:]
+    /// Set by ``shutDown()``.
+    private var isShutDown = false
 
-    /// Starts the event loop and connects to the daemon.
+    /// Starts the event loop and a client, which waits for avahi-daemon when it is not running yet
+    /// (`AVAHI_CLIENT_NO_FAIL`).
     ///
-    /// - Throws: `.mediumUnavailable` when avahi-daemon cannot be reached over the D-Bus system bus.
+    /// - Throws: `.mediumUnavailable` when the D-Bus system bus cannot be reached.
     init() throws {
         guard let poll = avahi_threaded_poll_new() else {
             throw NearbyError(.unknown, "could not create the Avahi event loop")
@@ -49,15 +53,23 @@ final class AvahiConnection: @unchecked Sendable {
         }
         // Unretained like every other callback's userdata: the timer fires only while the poll thread runs.
         let unretained = Unmanaged.passUnretained(self)
-        try withLock {
-            reconnect = AvahiReconnectTimer(pollAPI: pollAPI) { unretained.takeUnretainedValue().replaceFailedClient() }
-            _ = try connectedClient()
+        do {
+            try withLock {
+                reconnect = AvahiReconnectTimer(pollAPI: pollAPI) { unretained.takeUnretainedValue().replaceFailedClient() }
+                _ = try connectedClient()
+            }
+        } catch {
+            shutDown()
+            throw error
         }
     }
 
-    deinit {
-        // Never runs on the poll thread (see the type's comment), so stopping joins the thread safely; afterwards
-        // no callback can run and the handles can be freed without the lock.
+    /// Stops the event loop and frees every Avahi object. Called once, by the ``AvahiConnectionOwner`` going away
+    /// (off the poll thread: stopping joins it), or when `init` fails.
+    func shutDown() {
+        guard !isShutDown else { return }
+        isShutDown = true
+        // Afterwards no callback can run and the handles can be freed without the lock.
         avahi_threaded_poll_stop(poll)
         reconnect?.cancel()
         for registration in registrations.values {
@@ -69,7 +81,13 @@ final class AvahiConnection: @unchecked Sendable {
         if let client {
             avahi_client_free(client)
         }
+        self.client = nil
         avahi_threaded_poll_free(poll)
+    }
+
+    deinit {
+        // Normally shut down by the owner already; this covers a connection that never had one.
+        shutDown()
     }
 
     /// Runs `body` with the event-loop lock held. Never call this from an Avahi callback.
@@ -95,7 +113,7 @@ final class AvahiConnection: @unchecked Sendable {
         clientFailed = false
         let created = avahi_client_new(
             pollAPI,
-            hasConnected ? AVAHI_CLIENT_NO_FAIL : AvahiClientFlags(rawValue: 0),
+            AVAHI_CLIENT_NO_FAIL,
             { client, state, userdata in
                 guard let client, let userdata else { return }
                 Unmanaged<AvahiConnection>.fromOpaque(userdata).takeUnretainedValue()
@@ -108,7 +126,6 @@ final class AvahiConnection: @unchecked Sendable {
             throw AvahiErrorMapping.nearbyError(error, while: "connecting to avahi-daemon")
         }
         client = created
-        hasConnected = true
         return created
     }
 
@@ -135,9 +152,21 @@ final class AvahiConnection: @unchecked Sendable {
         client == self.client && !clientFailed && avahi_client_get_state(client) == AVAHI_CLIENT_S_RUNNING
     }
 
+    /// Why nothing is published or browsed while the client waits for the daemon.
+    static let daemonNotRunning = NearbyError(
+        .mediumUnavailable, "avahi-daemon is not running (waiting for it on the D-Bus system bus)")
+
     // MARK: Registrations
 
-    /// Starts publishing `registration`; its waiter is resumed once it is established or has failed. Lock held.
+    /// Whether the current client talks to a running daemon. Lock held.
+    var isDaemonReachable: Bool {
+        guard let client, !clientFailed else { return false }
+        return isConnected(client)
+    }
+
+    /// Starts publishing `registration`; its waiter is resumed once it is established or has failed. While the
+    /// daemon is not running, the registration is kept, suspended (its ``AvahiRegistration/problem`` says why), and
+    /// its waiter resumed at once: it is published when the daemon runs. Lock held.
     func start(_ registration: AvahiRegistration) {
         guard !registration.isFinished else {
             registration.finish(with: CancellationError())
@@ -150,12 +179,12 @@ final class AvahiConnection: @unchecked Sendable {
             registration.finish(with: error)
             return
         }
+        registrations[ObjectIdentifier(registration)] = registration
         guard isConnected(client) else {
-            registration.finish(with: NearbyError(
-                .mediumUnavailable, "avahi-daemon is not running (waiting for it on the D-Bus system bus)"))
+            registration.suspend(Self.daemonNotRunning)
+            registration.resumeWaiter()
             return
         }
-        registrations[ObjectIdentifier(registration)] = registration
         if isRunning(client) {
             registration.publish(on: client)
         }
@@ -171,13 +200,17 @@ final class AvahiConnection: @unchecked Sendable {
     // MARK: Browse sessions
 
     /// Creates the Avahi browser of `session` (or, while the daemon is away, once it is back), or finishes its
-    /// stream with an error. Lock held.
-    func start(_ session: AvahiBrowseSession) {
+    /// stream with an error. With `waitForDaemon` false, a daemon that is not running when browsing starts
+    /// finishes the stream with `.mediumUnavailable` instead. Lock held.
+    func start(_ session: AvahiBrowseSession, waitForDaemon: Bool) {
         guard !session.isFinished else { return }
         do {
             let client = try connectedClient()
             if isConnected(client) {
                 try session.startBrowser(on: client)
+            } else if !waitForDaemon {
+                throw NearbyError(
+                    .mediumUnavailable, "avahi-daemon is not running: nothing can be discovered over mDNS until it starts")
             }
             browseSessions[ObjectIdentifier(session)] = session
         } catch {
@@ -245,5 +278,24 @@ final class AvahiConnection: @unchecked Sendable {
         default:
             break
         }
+    }
+}
+
+/// Holds an ``AvahiConnection`` for the objects that use it (``AvahiServiceDiscovery``, its registrations and browse
+/// streams). When the last of them lets go, on whatever thread, possibly Avahi's own poll thread (a browse stream
+/// finished from a callback releases its termination handler there), the connection is shut down on a dispatch
+/// thread: the poll thread is joined from there, never from itself.
+final class AvahiConnectionOwner: Sendable {
+    /// The connection.
+    let connection: AvahiConnection
+
+    /// Connects (see ``AvahiConnection/init()``).
+    init() throws {
+        connection = try AvahiConnection()
+    }
+
+    deinit {
+        let connection = self.connection
+        DispatchQueue.global().async { connection.shutDown() }
     }
 }

@@ -1,4 +1,5 @@
 import CAvahiClient
+import Dispatch
 import NearbyWire
 
 /// Watches whether avahi-daemon is running, through an Avahi client of its own created with
@@ -11,16 +12,37 @@ import NearbyWire
 /// start and reports it running.
 ///
 /// Used to tell when an mDNS problem appears and when it has cleared (Nearby Messages' radio-state handler).
-package final class AvahiDaemonWatch: @unchecked Sendable {
-    private let poll: OpaquePointer
-    private var client: OpaquePointer?
-    private var reconnect: AvahiReconnectTimer?
-    private let onChange: @Sendable (_ notRunning: String?) -> Void
+///
+/// The event loop lives in an ``AvahiDaemonWatchLoop``; its callbacks hold the loop (a +1 of their own) while they
+/// run, so the loop is only ever shut down from here, on a dispatch thread: never on the poll thread, where
+/// avahi_threaded_poll_stop aborts the process.
+package final class AvahiDaemonWatch: Sendable {
+    private let loop: AvahiDaemonWatchLoop
 
     /// Starts watching: `onChange` gets `nil` each time the daemon is running (`AVAHI_CLIENT_S_RUNNING`), or why it
     /// is not, from the first state on, on Avahi's event-loop thread, until the watch is released.
     /// - Throws: `NearbyError` `.mediumUnavailable` when no Avahi client can be made at all (no D-Bus system bus).
     package init(onChange: @escaping @Sendable (_ notRunning: String?) -> Void) throws {
+        loop = try AvahiDaemonWatchLoop(onChange: onChange)
+    }
+
+    deinit {
+        let loop = self.loop
+        DispatchQueue.global().async { loop.shutDown() }
+    }
+}
+
+/// The event loop and client of an ``AvahiDaemonWatch``.
+final class AvahiDaemonWatchLoop: @unchecked Sendable {
+    private let poll: OpaquePointer
+    private var client: OpaquePointer?
+    private var reconnect: AvahiReconnectTimer?
+    private let onChange: @Sendable (_ notRunning: String?) -> Void
+    /// Set by ``shutDown()``.
+    private var isShutDown = false
+
+    /// Starts the loop and its client (see ``AvahiDaemonWatch/init(onChange:)``).
+    init(onChange: @escaping @Sendable (_ notRunning: String?) -> Void) throws {
         self.onChange = onChange
         guard let poll = avahi_threaded_poll_new() else {
             throw NearbyError(.unknown, "could not create the Avahi event loop")
@@ -45,12 +67,21 @@ package final class AvahiDaemonWatch: @unchecked Sendable {
         }
     }
 
-    deinit {
-        // Stopping joins the poll thread, so no callback runs afterwards.
+    /// Stops the loop (joining its thread, so no callback runs afterwards) and frees the client. Once; off the
+    /// poll thread.
+    func shutDown() {
+        guard !isShutDown else { return }
+        isShutDown = true
         avahi_threaded_poll_stop(poll)
         reconnect?.cancel()
         if let client { avahi_client_free(client) }
+        client = nil
         avahi_threaded_poll_free(poll)
+    }
+
+    deinit {
+        // A failed init, or a loop whose watch did not shut it down.
+        shutDown()
     }
 
     /// A new client that waits for the daemon. Lock held.
@@ -59,7 +90,7 @@ package final class AvahiDaemonWatch: @unchecked Sendable {
             avahi_threaded_poll_get(poll), AVAHI_CLIENT_NO_FAIL,
             { client, state, userdata in
                 guard let client, let userdata else { return }
-                Unmanaged<AvahiDaemonWatch>.fromOpaque(userdata).takeUnretainedValue().changed(client, state)
+                Unmanaged<AvahiDaemonWatchLoop>.fromOpaque(userdata).takeUnretainedValue().changed(client, state)
             },
             Unmanaged.passUnretained(self).toOpaque(), &error)
     }

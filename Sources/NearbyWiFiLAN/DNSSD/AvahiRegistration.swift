@@ -65,6 +65,15 @@ final class AvahiRegistration: @unchecked Sendable {
         needsPublishing = true
     }
 
+    /// Resumes a pending `register` with success: the registration is kept and published when it can be. Lock
+    /// held.
+    func resumeWaiter() {
+        if let waiter {
+            self.waiter = nil
+            waiter.resume()
+        }
+    }
+
     /// Ends the registration: frees the entry group (peers see the service go), records `error` as the failure
     /// if the service had been established, and resumes a pending `register` with `error`. Lock held.
     func finish(with error: any Error) {

@@ -7,32 +7,43 @@ import NearbyWire
 /// registration it made and every browse stream it returned are gone. When the daemon goes away, browse streams
 /// report every instance lost and registrations report `.mediumUnavailable` as their ``DNSSDRegistration/failure``;
 /// once it is back (a new client waits for it on the bus), registrations are published again and browse streams
-/// browse again, without any call. `register` while the daemon is away throws `.mediumUnavailable`.
+/// browse again, without any call. `register` while the daemon is away (or not started yet) returns a registration
+/// whose ``DNSSDRegistration/failure`` says so until the daemon runs and the service is published; `browse` then
+/// waits for the daemon when the instance was made with `waitForDaemon`, and fails otherwise.
 ///
 /// Services are published, and browsed, on every interface and IP protocol that avahi-daemon is configured to use.
 package final class AvahiServiceDiscovery: DNSServiceDiscovery {
     /// Browse events buffered for a slow consumer; beyond this the oldest pending events are dropped.
     package static let browseEventBufferLimit = 1024
 
-    private let connection: AvahiConnection
+    /// Shared with the registrations and browse streams made here; the connection ends when all are gone.
+    private let owner: AvahiConnectionOwner
 
-    /// Connects to avahi-daemon.
+    /// Whether browsing waits for a daemon that is not running when it starts (instead of failing).
+    package let waitForDaemon: Bool
+
+    /// Connects to avahi-daemon, or waits for it on the bus when it is not running.
     ///
-    /// - Throws: `NearbyError` with code `.mediumUnavailable` when avahi-daemon is not running or the D-Bus system
-    ///   bus cannot be reached.
-    package init() throws {
-        connection = try AvahiConnection()
+    /// - Parameter waitForDaemon: Whether ``browse(serviceType:)`` started while avahi-daemon is not running waits
+    ///   for it (Nearby Messages) instead of finishing with `.mediumUnavailable` (Nearby Connections' discovery).
+    /// - Throws: `NearbyError` with code `.mediumUnavailable` when the D-Bus system bus cannot be reached.
+    package init(waitForDaemon: Bool = false) throws {
+        owner = try AvahiConnectionOwner()
+        self.waitForDaemon = waitForDaemon
     }
 
-    /// Publishes `service` and returns once Avahi reports it established (after probing, about a second).
+    /// Publishes `service` and returns once Avahi reports it established (after probing, about a second), or at
+    /// once while avahi-daemon is not running: the registration's ``DNSSDRegistration/failure`` then says so until
+    /// the daemon runs and the service is published.
     ///
     /// - Throws: `.invalidArgument` for a service that breaks the limits of ``DNSSDService``;
-    ///   `.mediumUnavailable` when the daemon cannot be reached; `.unknown` when the name is already taken on the
+    ///   `.mediumUnavailable` when the D-Bus system bus cannot be reached; `.unknown` when the name is already taken on the
     ///   network (the name is not changed) or Avahi fails otherwise; `CancellationError` if the task is cancelled.
     package func register(_ service: DNSSDService) async throws -> DNSSDRegistration {
         try service.validate()
         let txtStrings = try DNSSDTXTRecord.encode(service.txt)
-        let connection = self.connection
+        let owner = self.owner
+        let connection = owner.connection
         let registration = AvahiRegistration(service: service, txtStrings: txtStrings, connection: connection)
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Void, any Error>) in
@@ -49,8 +60,8 @@ package final class AvahiServiceDiscovery: DNSServiceDiscovery {
             throw connection.withLock { registration.failure } ?? CancellationError()
         }
         return DNSSDRegistration(
-            withdraw: { connection.withLock { connection.remove(registration) } },
-            failure: { connection.withLock { registration.problem } }
+            withdraw: { owner.connection.withLock { owner.connection.remove(registration) } },
+            failure: { owner.connection.withLock { registration.problem } }
         )
     }
 
@@ -74,14 +85,17 @@ package final class AvahiServiceDiscovery: DNSServiceDiscovery {
             continuation.finish(throwing: error)
             return stream
         }
-        let connection = self.connection
+        let owner = self.owner
+        let connection = owner.connection
         let session = AvahiBrowseSession(serviceType: serviceType, continuation: continuation, connection: connection)
         continuation.onTermination = { _ in
             // May run on the event-loop thread (when the session finishes itself), where the lock must not be
-            // taken; clean up from a task instead. Stopping is idempotent.
-            Task { connection.withLock { connection.stop(session) } }
+            // taken; clean up from a task instead. Stopping is idempotent. The owner, not the connection, is
+            // what this handler holds: it may be released on the event-loop thread.
+            Task { owner.connection.withLock { owner.connection.stop(session) } }
         }
-        connection.withLock { connection.start(session) }
+        let waitForDaemon = self.waitForDaemon
+        connection.withLock { connection.start(session, waitForDaemon: waitForDaemon) }
         return stream
     }
 }

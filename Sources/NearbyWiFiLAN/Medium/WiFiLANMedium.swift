@@ -12,8 +12,9 @@ import NearbyWire
 ///
 /// DNS-SD goes through ``AvahiServiceDiscovery`` unless another ``DNSServiceDiscovery`` is injected. When
 /// avahi-daemon is not running, advertising still listens (and says so in
-/// `AdvertisingSession.discoverabilityProblem`), connecting by address still works, and discovery
-/// finishes with `.mediumUnavailable`.
+/// `AdvertisingSession.discoverabilityProblem`) and its service is published once the daemon runs; connecting by
+/// address still works; discovery finishes with `.mediumUnavailable`, or, made with `waitForMDNS`, waits for the
+/// daemon.
 package final class WiFiLANMedium: MediumDriver {
     /// The longest time publishing the DNS-SD service may take before advertising goes on without it.
     package static let registrationTimeout: Duration = .seconds(10)
@@ -45,6 +46,12 @@ package final class WiFiLANMedium: MediumDriver {
         var logger = logger
         logger[metadataKey: "medium"] = "\(MediumKind.wifiLAN)"
         self.logger = logger
+    }
+
+    /// Creates the medium on Avahi; with `waitForMDNS`, discovery started while avahi-daemon is not running waits
+    /// for it instead of failing (advertising always waits: its service is published once the daemon runs).
+    package convenience init(waitForMDNS: Bool, logger: Logger = Logger(label: "nearby.wifi-lan")) {
+        self.init(serviceDiscovery: { try AvahiServiceDiscovery(waitForDaemon: waitForMDNS) }, logger: logger)
     }
 
     /// Listens on `request.port` (or a port the system chooses), then publishes the DNS-SD service for it.
@@ -83,7 +90,12 @@ package final class WiFiLANMedium: MediumDriver {
         var problem: NearbyError?
         do {
             registration = try await register(service)
-            logger.info("advertising", metadata: ["port": "\(listener.port)"])
+            if let waiting = registration?.failure {
+                // avahi-daemon is not running: published once it is.
+                logger.warning("listening on port \(listener.port), not discoverable until avahi-daemon runs: \(waiting.message)")
+            } else {
+                logger.info("advertising", metadata: ["port": "\(listener.port)"])
+            }
         } catch is CancellationError {
             await listener.stop()
             throw CancellationError()
