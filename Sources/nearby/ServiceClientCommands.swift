@@ -166,8 +166,17 @@ private func runAttached(
 ) async throws {
     let output = EventOutput(json: options.json)
     let client = try await options.connect()
+    // Subscriptions that ended in the service (TTL, unsubscribed elsewhere), for the command following only one.
+    let (endedHandles, endedHandle) = AsyncStream<String>.makeStream()
     let printing = Task {
         for await event in client.events {
+            if event.isSubscriptionEnd {
+                output.event(
+                    event.event, ServiceSubscriptionEndedFields(event),
+                    human: "subscription \(event.subscription) ended: \(event.reason ?? "")")
+                endedHandle.yield(event.subscription)
+                continue
+            }
             output.event(
                 event.event, ServiceMessageEventFields(event),
                 human: "\(event.kind?.rawValue ?? event.event): \(event.namespace)/\(event.type): \(event.message.isEmpty ? event.messageHex : event.message)")
@@ -191,15 +200,22 @@ private func runAttached(
         await printing.value
         return CLIFailure("the service closed the connection")
     }
+    // `subscribe`, or `watch` of one handle: done (exit 0) when that subscription ends in the service.
+    let followed = request.op == .subscribe || request.op == .watch ? response.handle ?? request.handle : nil
+    let ended: @Sendable () async -> CLIFailure? = {
+        // Ends only by that event or by cancellation (another branch won).
+        for await handle in endedHandles where handle == followed { return nil }
+        return nil
+    }
     let failure: CLIFailure?
     if let timeout {
         let timedOut: @Sendable () async -> CLIFailure? = {
             try? await Task.sleep(for: .milliseconds(Int(timeout * 1000)))
             return nil
         }
-        failure = await firstOf(terminated, closed, timedOut)
+        failure = await firstOf(terminated, closed, ended, timedOut)
     } else {
-        failure = await firstOf(terminated, closed)
+        failure = await firstOf(terminated, closed, ended)
     }
     await client.close()
     printing.cancel()

@@ -26,6 +26,20 @@ struct ServiceMessageEventFields: Encodable {
     }
 }
 
+/// `subscription_ended`: a subscription the command follows stopped in the service (`reason`: `expired`,
+/// `unsubscribed`, `owner_disconnected`).
+struct ServiceSubscriptionEndedFields: Encodable {
+    var subscription: String
+    var serviceID: String
+    var reason: String?
+
+    init(_ event: ServiceEvent) {
+        subscription = event.subscription
+        serviceID = event.serviceID
+        reason = event.reason
+    }
+}
+
 /// `published`, `subscribed`, `watching`, `unpublished`, `unsubscribed`.
 struct ServiceHandleEvent: Encodable {
     var handle: String?

@@ -155,6 +155,17 @@ extension WiFiLANIntegration {
 
                 let unsubscribe = try scratch.launchCLI("unsubscribe", ["service", "unsubscribe", subHandle, "--socket", socket])
                 #expect(try await unsubscribe.waitForExit() == 0, "\(unsubscribe.diagnostics)")
+                // The watcher hears that the subscription ended, and why.
+                let ended = try await watch.waitForEvent("subscription_ended")
+                #expect(ended.string("subscription") == subHandle && ended.string("reason") == "unsubscribed")
+                // An attached subscription whose TTL runs out ends its command (exit 0) after saying so.
+                let brief = try scratch.launchCLI("subscribe-ttl", [
+                    "service", "subscribe", "--socket", socket, "--service-id", serviceID, "--ttl", "1", "--json",
+                ])
+                let briefHandle = try #require(try await brief.waitForEvent("subscribed").string("handle"))
+                let expired = try await brief.waitForEvent("subscription_ended", timeout: 30)
+                #expect(expired.string("subscription") == briefHandle && expired.string("reason") == "expired")
+                #expect(try await brief.waitForExit(timeout: 30) == 0, "\(brief.diagnostics)")
                 let after = try String(contentsOf: state, encoding: .utf8)
                 #expect(!after.contains(subHandle) && after.contains(pubHandle), "\(after)")
                 let missing = try scratch.launchCLI("unsubscribe-again", ["service", "unsubscribe", subHandle, "--socket", socket])

@@ -143,4 +143,47 @@ struct MessageServiceTests {
         }
         #expect(try ServiceStateFile(url: stateURL).load().state.entries.isEmpty)
     }
+
+    @Test("a subscription that stops in the service says so to the clients following it: TTL, unsubscribed by another client, owner gone", .timeLimit(.minutes(1)))
+    func subscriptionEndedEvents() async throws {
+        let clock = ManualClock()
+        let service = try inMemoryService(InMemoryMedium.Air(), stateFile: nil, clock: NearbyClock(clock))
+        let ownerEvents = EventRecorder()
+        let owner = await service.connect(ownerEvents.sink)
+        let watcherEvents = EventRecorder()
+        let watcher = await service.connect(watcherEvents.sink)
+        func ended(_ recorder: EventRecorder, _ handle: String) async throws -> ServiceEvent {
+            try await recorder.waitFor("subscription_ended of \(handle)") { $0.isSubscriptionEnd && $0.subscription == handle }
+        }
+
+        // The TTL runs out (the manager's clock is advanced until the subscription's timer has fired).
+        let expiring = try #require(
+            await service.handle(ServiceRequest(id: 1, op: .subscribe, serviceID: "svc", ttl: 30), from: owner).handle)
+        await clock.waitForSleepers(atLeast: 1)
+        let expired = try await eventually(within: 20, "the subscription to expire") {
+            clock.advance(by: .seconds(30))
+            return ownerEvents.events.first { $0.isSubscriptionEnd && $0.subscription == expiring }
+        }
+        #expect(expired.reason == "expired" && expired.serviceID == "svc" && expired.kind == nil, "\(expired)")
+
+        // Unsubscribed by another client that watches it: both hear of it.
+        let second = try #require(
+            await service.handle(ServiceRequest(id: 2, op: .subscribe, serviceID: "svc"), from: owner).handle)
+        #expect(await service.handle(ServiceRequest(id: 3, op: .watch, handle: second), from: watcher).ok)
+        #expect(await service.handle(ServiceRequest(id: 4, op: .unsubscribe, handle: second), from: watcher).ok)
+        #expect(try await ended(ownerEvents, second).reason == "unsubscribed")
+        #expect(try await ended(watcherEvents, second).reason == "unsubscribed")
+
+        // The owner of a subscription made without background goes: its watcher hears why.
+        let third = try #require(
+            await service.handle(ServiceRequest(id: 5, op: .subscribe, serviceID: "svc"), from: owner).handle)
+        #expect(await service.handle(ServiceRequest(id: 6, op: .watch, handle: third), from: watcher).ok)
+        await service.disconnect(owner)
+        #expect(try await ended(watcherEvents, third).reason == "owner_disconnected")
+        // The events' JSON: found/lost fields unchanged, the reason only on the end.
+        let line = try ServiceCodec.encode(ServiceEvent.subscriptionEnded(third, serviceID: "svc", reason: .ownerDisconnected))
+        #expect(line.contains("\"event\":\"subscription_ended\"") && line.contains("\"reason\":\"owner_disconnected\""), "\(line)")
+        #expect(!(try ServiceCodec.encode(ServiceEvent(.found, Self.hello, subscription: third, serviceID: "svc"))).contains("reason"))
+        await service.shutdown()
+    }
 }

@@ -71,6 +71,21 @@ struct ServiceMessageManagerTests {
         await served.stop()
     }
 
+    @Test("a subscription another client unsubscribes ends the owner's stream without an error", .timeLimit(.minutes(1)))
+    func unsubscribedElsewhereEndsTheStream() async throws {
+        let served = try await ServedService()
+        let owner = try await ServiceMessageManager.connect(serviceID: "svc", socketPath: served.socketPath)
+        let other = try await ServiceMessageManager.connect(serviceID: "svc", socketPath: served.socketPath)
+        let subscription = try await owner.subscribe()
+        try await other.unsubscribe(handle: subscription.handle)
+        var events = subscription.events.makeAsyncIterator()
+        #expect(try await events.next() == nil)  // ends, without an error
+        #expect(try await owner.list().isEmpty)
+        await owner.close()
+        await other.close()
+        await served.stop()
+    }
+
     @Test("no service: connect throws mediumUnavailable naming the socket", .timeLimit(.minutes(1)))
     func noService() async throws {
         let path = URL(fileURLWithPath: "/tmp/nsvc-none-\(UUID().uuidString.prefix(8))/s.sock")

@@ -111,8 +111,13 @@ final class ServiceEventRouter: Sendable {
 
     private let state = LockedValue(State())
 
-    /// Routes one event from the service.
+    /// Routes one event from the service. A subscription's end (``ServiceEvent/isSubscriptionEnd``) ends its
+    /// stream without an error, as ``remove(_:)`` does.
     func deliver(_ event: ServiceEvent) {
+        if event.isSubscriptionEnd {
+            remove(event.subscription)
+            return
+        }
         guard let kind = event.kind, let message = event.decodedMessage else { return }
         let messageEvent = MessageEvent(kind: kind, message: message)
         state.withLock { state in

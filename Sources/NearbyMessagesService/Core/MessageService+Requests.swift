@@ -36,7 +36,7 @@ extension MessageService {
             guard let handle = request.handle, items[handle]?.entry.kind == kind else {
                 throw NearbyError(.invalidArgument, "no \(kind) named \(request.handle ?? "(missing handle)")")
             }
-            await stop(handle)
+            await stop(handle, reason: .unsubscribed)
             return ServiceResponse(id: request.id, handle: handle)
         case .watch:
             return try watch(request, from: client)

@@ -107,7 +107,7 @@ public actor MessageService {
             if items[handle]?.entry.background == true {
                 items[handle]?.owner = nil
             } else {
-                await stop(handle)
+                await stop(handle, reason: .ownerDisconnected)
             }
         }
         logger.debug("client disconnected", metadata: ["client": "\(client)", "stopped": "\(owned.count)"])
@@ -197,8 +197,15 @@ public actor MessageService {
         logger.debug("started", metadata: ["handle": "\(handle)", "background": "\(entry.background)"])
     }
 
-    /// Stops `handle` and forgets it (and its saved entry).
-    func stop(_ handle: String) async {
+    /// Stops `handle` and forgets it (and its saved entry). A subscription's end is sent, with `reason`, to the
+    /// clients still following it (its owner, unless that is the one that went, and its watchers).
+    func stop(_ handle: String, reason: ServiceEvent.EndReason? = nil) async {
+        if let reason, let item = items[handle], item.entry.kind == .subscription {
+            let ended = ServiceEvent.subscriptionEnded(handle, serviceID: item.entry.serviceID, reason: reason)
+            for (id, client) in clients where id == item.owner || client.follows(handle) {
+                client.sink(ended)
+            }
+        }
         let item = items.removeValue(forKey: handle)
         order.removeAll { $0 == handle }
         for id in clients.keys { clients[id]?.watching.remove(handle) }
@@ -216,7 +223,7 @@ public actor MessageService {
 
     private func expired(_ handle: String) async {
         logger.debug("expired", metadata: ["handle": "\(handle)"])
-        await stop(handle)
+        await stop(handle, reason: .expired)
     }
 
     /// The manager of `serviceID`, made on first use.

@@ -3,11 +3,15 @@ import NearbyMessages
 import NearbyWire
 
 /// A found or lost message, sent to the clients that follow the subscription: the fields of the CLI's
-/// `message_found` / `message_lost` events plus the subscription's handle and service ID.
+/// `message_found` / `message_lost` events plus the subscription's handle and service ID. Also the end of a
+/// subscription that stopped in the service (its TTL ran out, or a client unsubscribed it): `subscription_ended`
+/// with a ``reason`` and empty message fields.
 ///
 /// ```json
 /// {"event":"message_found","subscription":"sub-1a2b3c4d","service_id":"com.example","message":"hi",
 ///  "message_hex":"6869","namespace":"","type":"","size":2}
+/// {"event":"subscription_ended","subscription":"sub-1a2b3c4d","service_id":"com.example","reason":"expired",
+///  "message":"","message_hex":"","namespace":"","type":"","size":0}
 /// ```
 public struct ServiceEvent: Codable, Sendable, Hashable {
     /// `message_found` or `message_lost`.
@@ -26,6 +30,29 @@ public struct ServiceEvent: Codable, Sendable, Hashable {
     public var type: String
     /// The content's size in bytes.
     public var size: Int
+    /// Why a `subscription_ended` subscription stopped: ``EndReason``'s raw values; `nil` for found and lost.
+    public var reason: String?
+
+    /// Why a subscription stopped in the service.
+    public enum EndReason: String, Sendable, Hashable, CaseIterable {
+        /// Its TTL ran out.
+        case expired
+        /// A client unsubscribed it (by its handle).
+        case unsubscribed
+        /// The client that made it without `background` disconnected (sent to the clients watching it).
+        case ownerDisconnected = "owner_disconnected"
+    }
+
+    /// The `subscription_ended` event of `subscription`.
+    public static func subscriptionEnded(_ subscription: String, serviceID: String, reason: EndReason) -> ServiceEvent {
+        var event = ServiceEvent(.found, Message(content: Data()), subscription: subscription, serviceID: serviceID)
+        event.event = "subscription_ended"
+        event.reason = reason.rawValue
+        return event
+    }
+
+    /// Whether this is the end of the subscription (`subscription_ended`), not a message.
+    public var isSubscriptionEnd: Bool { event == "subscription_ended" }
 
     /// The event of `kind` for `message`, from the subscription `subscription` of `serviceID`.
     public init(_ kind: MessageEvent.Kind, _ message: Message, subscription: String, serviceID: String) {
@@ -51,7 +78,7 @@ public struct ServiceEvent: Codable, Sendable, Hashable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case event, subscription, message, namespace, type, size
+        case event, subscription, message, namespace, type, size, reason
         case serviceID = "service_id"
         case messageHex = "message_hex"
     }
