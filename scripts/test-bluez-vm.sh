@@ -23,7 +23,7 @@
 #       server) is found by our user-space host's `nearby send --medium ble --hci tcp:...` on the host, which sends
 #       bytes and a 20 kB file over L2CAP (--no-upgrade); the guest checks both payloads arrived;
 #   (k, l) `nearby send --hci bluez` in the guest to our user-space host's `nearby advertise` on the host: bytes + a
-#       file (1 MiB; NEARBY_BLUEZ_VM_K_BYTES) over L2CAP (--no-upgrade), then (l, only with NEARBY_BLUEZ_VM_UPGRADE=1) with the bandwidth upgrade
+#       file (1 MiB; NEARBY_BLUEZ_VM_K_BYTES) over L2CAP (--no-upgrade), then (l; NEARBY_BLUEZ_VM_UPGRADE=0 skips it) with the bandwidth upgrade
 #       to Wi-Fi LAN (scripts/test-bluez-vm-send.sh);
 #   (m) `nearby beacons --hci bluez` sees an Eddystone-UID and an iBeacon from Bumble advertisers; (n) rfkill block
 #       and unblock under a BlueZ-backed advertiser (scripts/test-bluez-vm-radio.sh).
