@@ -14,7 +14,9 @@ j_bytes="hello from the user-space host"
 # The file goes host -> guest through the emulated wire (virtio console into the guest's tty and hci_uart): twice
 # on a loaded machine an SDU went missing on the way in (the guest's session then saw a sequence number skip and
 # dropped the connection, as it must), while the other direction (k, 1 MiB) never lost one. So j runs once more,
-# with a fresh advertiser and sender, when its first attempt fails; the first failure is printed either way.
+# with a fresh advertiser and sender, when its first attempt fails; the first failure is printed either way. Each
+# attempt's advertiser has its own name (vmj1, vmj2), which the sender looks for: a second sender looking for one
+# name once connected to the first attempt's advertisement, still seen on air, and the retry failed too.
 bluez_nearby_guest_test() {
     local started ok=0 attempt
     started="$(now)"
@@ -40,7 +42,7 @@ bluez_nearby_guest_attempt() {
         sleep 0.2
     done
     mkdir -p "/tmp/j$1-inbox"
-    timeout 60 "${NEARBY_BIN:-.build/debug/nearby}" advertise --service-id "$j_service" --name vmj --accept --json \
+    timeout 60 "${NEARBY_BIN:-.build/debug/nearby}" advertise --service-id "$j_service" --name "vmj$1" --accept --json \
         --medium ble --no-upgrade --verbose --receive-dir "/tmp/j$1-inbox" >"$out" 2>"$log" &
     pid=$!
     for ((i = 0; i < 300; i++)); do
@@ -76,7 +78,7 @@ start_bluez_nearby_sender() {
             for ((i = 0; i < 3000 && !sent; i++)); do
                 for run in .build-vm/runs/run.*; do
                     [[ -f "$run/j-ready$attempt" ]] && ! grep -qxF "$run" <<<"$known_runs" || continue
-                    timeout 50 "$nearby" send --service-id "$j_service" --to-name vmj --name hostj --accept --json \
+                    timeout 50 "$nearby" send --service-id "$j_service" --to-name "vmj$attempt" --name hostj --accept --json \
                         --bytes "$j_bytes" --file "$work/j.bin" --medium ble --hci "tcp:127.0.0.1:$1" --no-upgrade \
                         --timeout 45 >"$work/j-send$attempt.out" 2>"$work/j-send$attempt.log"
                     sent=1

@@ -65,8 +65,14 @@ bluez_radio_guest_tests() {
                 steps+=" unblocked: powered on;"
                 touch "$NEARBY_BLUEZ_VM_OUT/n-unblocked"
                 ok=1
-                # On air long enough for the host's scanner (checked after the guest).
-                sleep 3
+                # On air until the host's scanner has seen it again (the host writes n-seen; it checks after the
+                # guest), at most 30 s: a fixed pause was too short for a loaded host once.
+                n_seen=0
+                for ((i = 0; i < 300; i++)); do
+                    [[ -e "$NEARBY_BLUEZ_VM_OUT/n-seen" ]] && n_seen=1 && break
+                    sleep 0.1
+                done
+                steps+=" host scanner saw it again: $n_seen;"
                 steps+=" $(script -qc 'btmgmt advinfo' /dev/null | tr -d '\r' | grep -iE 'instances' | tr '\n' ' ');"
             fi
         fi
@@ -91,7 +97,16 @@ start_bluez_radio_peers() {
         for ((i = 0; i < 6000; i++)); do
             for run in .build-vm/runs/run.*; do
                 [[ -f "$run/n-unblocked" ]] && ! grep -qxF "$run" <<<"$known_runs" || continue
-                wc -l <"$work/dbus-scan.out" >"$work/n-offset"
+                offset="$(wc -l <"$work/dbus-scan.out")"
+                echo "$offset" >"$work/n-offset"
+                # Tell the guest once the scanner has seen the advertisement again, so it stops advertising then.
+                for ((j = 0; j < 300; j++)); do
+                    if tail -n +"$((offset + 1))" "$work/dbus-scan.out" | grep -q "^FEF3 .* $n_adv_data\$"; then
+                        touch "$run/n-seen"
+                        break
+                    fi
+                    sleep 0.1
+                done
                 exit 0
             done
             sleep 0.1
