@@ -5,9 +5,10 @@ import NearbyCore
 import NearbyWire
 
 /// An L2CAP LE credit-based channel carried by the kernel: a connected `SOCK_SEQPACKET` L2CAP socket, one SDU per
-/// `read`/`write`. Credits are the kernel's business: it withholds them while our socket's receive queue is full
-/// (we read only when ``receive()`` is called) and makes `write` wait (`EAGAIN`, then `POLLOUT`) while the peer
-/// grants none.
+/// `read`/`write`. Credits are the kernel's business: it makes `write` wait (`EAGAIN`, then `POLLOUT`) while the
+/// peer grants none. On the receiving side it may grant credits beyond what the socket's receive buffer holds and
+/// then drops the SDUs that do not fit, so the socket asks for a large buffer
+/// (``KernelL2CAPSocket/enlargeReceiveBuffer(_:)``) and ``receive()`` should be called promptly.
 package final class KernelL2CAPChannel: L2CAPSDUChannel {
     /// The peer's address.
     package let peer: BLEAddress
