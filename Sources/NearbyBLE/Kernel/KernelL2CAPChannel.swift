@@ -7,8 +7,7 @@ import NearbyWire
 /// An L2CAP LE credit-based channel carried by the kernel: a connected `SOCK_SEQPACKET` L2CAP socket, one SDU per
 /// `read`/`write`. Credits are the kernel's business: it makes `write` wait (`EAGAIN`, then `POLLOUT`) while the
 /// peer grants none. On the receiving side it may grant credits beyond what the socket's receive buffer holds and
-/// then drops the SDUs that do not fit, so the socket asks for a large buffer
-/// (``KernelL2CAPSocket/enlargeReceiveBuffer(_:)``) and ``receive()`` should be called promptly.
+/// then drops the SDUs that do not fit, so ``receive()`` should be called promptly.
 package final class KernelL2CAPChannel: L2CAPSDUChannel {
     /// The peer's address.
     package let peer: BLEAddress
@@ -17,6 +16,11 @@ package final class KernelL2CAPChannel: L2CAPSDUChannel {
     /// The largest SDU we accept (`BT_RCVMTU`): the size of each read.
     package let receiveMTU: Int
     private let descriptor: KernelDescriptor
+    /// Whether a read reported the disconnection. The kernel reports it (ECONNRESET) once, ahead of the SDUs still
+    /// in the socket's receive queue (`read` checks the socket's error before its queue); those SDUs are the peer's
+    /// last writes (a sender that closes right after writing, as `nearby send` does), so reads go on until none is
+    /// left, and only then end.
+    private let disconnected = LockedValue(false)
 
     /// Wraps a connected socket; reads its MTUs.
     package init(descriptor: KernelDescriptor, peer: BLEAddress) throws {
@@ -53,7 +57,8 @@ package final class KernelL2CAPChannel: L2CAPSDUChannel {
         }
     }
 
-    /// Reads the next SDU; `nil` once the peer or ``close()`` closed the channel.
+    /// Reads the next SDU; `nil` once the peer or ``close()`` closed the channel and every SDU that arrived before
+    /// was read.
     package func receive() async throws -> [UInt8]? {
         var buffer = [UInt8](repeating: 0, count: receiveMTU)
         while true {
@@ -67,6 +72,7 @@ package final class KernelL2CAPChannel: L2CAPSDUChannel {
             let code = errno
             switch code {
             case EAGAIN, EWOULDBLOCK:
+                if disconnected.withLock({ $0 }) { return nil }
                 do {
                     try await descriptor.waitReadable()
                 } catch {
@@ -76,8 +82,9 @@ package final class KernelL2CAPChannel: L2CAPSDUChannel {
             case EINTR:
                 continue
             case ECONNRESET, ENOTCONN, EPIPE:
-                // The peer disconnected the channel (or the LE link went away after it).
-                return nil
+                // The peer disconnected the channel (or the LE link went away after it): read what is still queued.
+                if disconnected.withLock({ $0 }) { return nil }
+                disconnected.withLock { $0 = true }
             default:
                 throw KernelL2CAPSocket.failure("read from \(peer)", code)
             }
