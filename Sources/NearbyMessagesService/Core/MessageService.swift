@@ -201,10 +201,7 @@ public actor MessageService {
     /// clients still following it (its owner, unless that is the one that went, and its watchers).
     func stop(_ handle: String, reason: ServiceEvent.EndReason? = nil) async {
         if let reason, let item = items[handle], item.entry.kind == .subscription {
-            let ended = ServiceEvent.subscriptionEnded(handle, serviceID: item.entry.serviceID, reason: reason)
-            for (id, client) in clients where id == item.owner || client.follows(handle) {
-                client.sink(ended)
-            }
+            send(ServiceEvent.subscriptionEnded(handle, serviceID: item.entry.serviceID, reason: reason), for: item, handle)
         }
         let item = items.removeValue(forKey: handle)
         order.removeAll { $0 == handle }
@@ -255,9 +252,14 @@ public actor MessageService {
     func deliver(_ event: MessageEvent, from handle: String) {
         guard let item = items[handle] else { return }
         let serviceEvent = ServiceEvent(event.kind, event.message, subscription: handle, serviceID: item.entry.serviceID)
-        for (id, client) in clients where id == item.owner || client.follows(handle) {
-            client.sink(serviceEvent)
-        }
+        send(serviceEvent, for: item, handle)
         notifier?.notify(serviceEvent)
+    }
+
+    /// Sends `event` to the clients following subscription `handle`: its owner and its watchers.
+    private func send(_ event: ServiceEvent, for item: Item, _ handle: String) {
+        for (id, client) in clients where id == item.owner || client.follows(handle) {
+            client.sink(event)
+        }
     }
 }

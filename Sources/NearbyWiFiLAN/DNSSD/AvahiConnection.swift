@@ -158,12 +158,6 @@ final class AvahiConnection: @unchecked Sendable {
 
     // MARK: Registrations
 
-    /// Whether the current client talks to a running daemon. Lock held.
-    var isDaemonReachable: Bool {
-        guard let client, !clientFailed else { return false }
-        return isConnected(client)
-    }
-
     /// Starts publishing `registration`; its waiter is resumed once it is established or has failed. While the
     /// daemon is not running, the registration is kept, suspended (its ``AvahiRegistration/problem`` says why), and
     /// its waiter resumed at once: it is published when the daemon runs. Lock held.
