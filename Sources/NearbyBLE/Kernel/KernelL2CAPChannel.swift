@@ -7,7 +7,9 @@ import NearbyWire
 /// An L2CAP LE credit-based channel carried by the kernel: a connected `SOCK_SEQPACKET` L2CAP socket, one SDU per
 /// `read`/`write`. Credits are the kernel's business: it makes `write` wait (`EAGAIN`, then `POLLOUT`) while the
 /// peer grants none. On the receiving side it may grant credits beyond what the socket's receive buffer holds and
-/// then drops the SDUs that do not fit, so ``receive()`` should be called promptly.
+/// then drops the SDUs that do not fit, so the socket asks for a large buffer
+/// (``KernelL2CAPSocket/enlargeReceiveBuffer(_:)``) and SDUs are read off it as soon as they arrive
+/// (``KernelSDUDrain``), not when ``receive()`` is called.
 package final class KernelL2CAPChannel: L2CAPSDUChannel {
     /// The peer's address.
     package let peer: BLEAddress
@@ -16,11 +18,8 @@ package final class KernelL2CAPChannel: L2CAPSDUChannel {
     /// The largest SDU we accept (`BT_RCVMTU`): the size of each read.
     package let receiveMTU: Int
     private let descriptor: KernelDescriptor
-    /// Whether a read reported the disconnection. The kernel reports it (ECONNRESET) once, ahead of the SDUs still
-    /// in the socket's receive queue (`read` checks the socket's error before its queue); those SDUs are the peer's
-    /// last writes (a sender that closes right after writing, as `nearby send` does), so reads go on until none is
-    /// left, and only then end.
-    private let disconnected = LockedValue(false)
+    /// Reads SDUs off the socket as soon as the kernel has them (see ``KernelSDUDrain`` for why).
+    private let drain: KernelSDUDrain
 
     /// Wraps a connected socket; reads its MTUs.
     package init(descriptor: KernelDescriptor, peer: BLEAddress) throws {
@@ -28,6 +27,7 @@ package final class KernelL2CAPChannel: L2CAPSDUChannel {
         self.peer = peer
         self.peerMTU = try KernelL2CAPSocket.mtu(descriptor.fd, option: KernelL2CAPSocket.btSendMTU)
         self.receiveMTU = max(23, try KernelL2CAPSocket.mtu(descriptor.fd, option: KernelL2CAPSocket.btReceiveMTU))
+        self.drain = KernelSDUDrain(descriptor: descriptor, receiveMTU: receiveMTU, peer: peer)
     }
 
     /// `PEER kernel socket fd N`.
@@ -57,42 +57,17 @@ package final class KernelL2CAPChannel: L2CAPSDUChannel {
         }
     }
 
-    /// Reads the next SDU; `nil` once the peer or ``close()`` closed the channel and every SDU that arrived before
-    /// was read.
+    /// The next SDU; `nil` once the peer or ``close()`` closed the channel and every SDU that arrived before was
+    /// read. The SDUs were read off the socket when they arrived (``KernelSDUDrain``); the peer's last writes before
+    /// it disconnected are among them.
     package func receive() async throws -> [UInt8]? {
-        var buffer = [UInt8](repeating: 0, count: receiveMTU)
-        while true {
-            if descriptor.isClosed { return nil }
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor.fd, $0.baseAddress, $0.count) }
-            if count > 0 {
-                buffer.removeSubrange(count...)
-                return buffer
-            }
-            if count == 0 { return nil }
-            let code = errno
-            switch code {
-            case EAGAIN, EWOULDBLOCK:
-                if disconnected.withLock({ $0 }) { return nil }
-                do {
-                    try await descriptor.waitReadable()
-                } catch {
-                    if descriptor.isClosed { return nil }
-                    throw error
-                }
-            case EINTR:
-                continue
-            case ECONNRESET, ENOTCONN, EPIPE:
-                // The peer disconnected the channel (or the LE link went away after it): read what is still queued.
-                if disconnected.withLock({ $0 }) { return nil }
-                disconnected.withLock { $0 = true }
-            default:
-                throw KernelL2CAPSocket.failure("read from \(peer)", code)
-            }
-        }
+        if descriptor.isClosed { return nil }
+        return try await drain.next()
     }
 
     /// Disconnects the channel. Idempotent.
     package func close() async {
+        drain.stop()
         descriptor.close()
     }
 }

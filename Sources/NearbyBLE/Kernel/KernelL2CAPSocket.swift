@@ -86,7 +86,28 @@ package enum KernelL2CAPSocket {
             Glibc.close(fd)
             throw error
         }
+        enlargeReceiveBuffer(fd)
         return fd
+    }
+
+    /// The receive buffer asked for on every channel socket.
+    static let receiveBufferBytes: Int32 = 4 << 20
+
+    /// Asks for a ``receiveBufferBytes`` receive buffer (`SO_RCVBUFFORCE` when the process may, else `SO_RCVBUF`,
+    /// which the kernel caps at `net.core.rmem_max`); failures are ignored (the default buffer stays).
+    ///
+    /// Why: an SDU of an LE credit-based channel that does not fit in the socket's receive buffer is dropped by the
+    /// kernel without a trace (the peer's next SDUs arrive), even though the peer had credits for it. Each SDU is
+    /// charged as the sum of its fragments' buffers (one per ACL packet: a 1 KiB SDU in 27-byte ACL packets costs
+    /// tens of KiB), so the default buffer holds few SDUs, and a reader that falls behind loses data; the D2D
+    /// sequence check then drops the connection (the BlueZ rig's test j saw it in the slow QEMU guest). A larger
+    /// buffer makes that rarer; whether it rules it out depends on how the kernel grants credits.
+    static func enlargeReceiveBuffer(_ fd: Int32) {
+        var size = receiveBufferBytes
+        let length = socklen_t(MemoryLayout<Int32>.size)
+        if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, length) != 0 {
+            _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, length)
+        }
     }
 
     /// Binds `fd` to the adapter `local` (any adapter when `nil`) with an LE address type and `psm` (0: a dynamic
@@ -143,6 +164,7 @@ package enum KernelL2CAPSocket {
             // Glibc's Swift module has no accept4: set the flags right after.
             _ = fcntl(child, F_SETFD, FD_CLOEXEC)
             _ = fcntl(child, F_SETFL, fcntl(child, F_GETFL) | O_NONBLOCK)
+            enlargeReceiveBuffer(child)
             return (child, decode(bytes).address)
         }
         let code = errno
