@@ -1,6 +1,6 @@
 # Sourced by scripts/test-bluez-vm.sh (on the host and in the guest): test j, a BlueZ-backed `nearby advertise`
 # (no --hci: BlueZ is the default radio; BlueZGAP advertising through LEAdvertisingManager1, a kernel L2CAP server) in the guest that our
-# user-space host's `nearby send --hci tcp:...` on the host finds and sends bytes and a 20 kB file to.
+# user-space host's `nearby send --hci tcp:...` on the host finds and sends bytes and a 100 kB file to.
 # Uses the caller's now/since/report (guest) and work/pids/nearby/known_runs/rc (host).
 # shellcheck shell=bash
 
@@ -25,7 +25,7 @@ bluez_nearby_guest_test() {
         echo "note j: attempt $attempt failed: $(grep -h '"disconnected"' "/tmp/j$attempt-advertise.out" | head -n1)" >&2
         cat "/tmp/j$attempt-advertise.out" "/tmp/j$attempt-advertise.log" >&2
     done
-    report "j: nearby advertise with no --hci picks BlueZ (bluez:hci0) and receives bytes and a 20 kB file from our user-space host's nearby send" \
+    report "j: nearby advertise with no --hci picks BlueZ (bluez:hci0) and receives bytes and a 100 kB file from our user-space host's nearby send" \
         "$ok" "$started" "[attempt $attempt: $(grep -c '"payload_received"' "/tmp/j$attempt-advertise.out") payloads received, file sha256 ${NEARBY_J_FILE_SHA256:0:12}...]"
 }
 
@@ -80,7 +80,7 @@ bluez_nearby_guest_received() {
 # connection end with the file incomplete. We announce no safe-to-disconnect (README limits), so nothing in the
 # protocol makes a sender wait for its peer.
 start_bluez_nearby_sender() {
-    head -c 20000 /dev/urandom >"$work/j.bin"
+    head -c 100000 /dev/urandom >"$work/j.bin"
     NEARBY_J_FILE_SHA256="$(sha256sum "$work/j.bin" | cut -d' ' -f1)"
     export NEARBY_J_FILE_SHA256
     (
