@@ -176,7 +176,10 @@ struct MDNSRecoveryTests {
                 }
             }
             defer { watchingEarly.cancel() }
-            try await Self.restartingOnError { try await Discoverer(connectionManager: early).startDiscovery(mediums: [.wifiLAN]) }
+            // Kept until the end: a Discoverer that is released stops its discovery (Google's API does too), and
+            // under TSan a temporary one stopped it before avahi's failure reached it (CI, session 10).
+            let earlyDiscoverer = Discoverer(connectionManager: early)
+            try await Self.restartingOnError { try await earlyDiscoverer.startDiscovery(mediums: [.wifiLAN]) }
             // Expectations that do not throw until avahi-daemon runs again, so that a failure here leaves it running
             // for the tests after this one.
             #expect(await eventually(30) { !failures.withLock { $0.isEmpty } }, "no discoveryFailed(wifiLAN)")
@@ -192,6 +195,7 @@ struct MDNSRecoveryTests {
             let wanted = advertising.localEndpointID
             #expect(await eventually(30) { log.found(wanted) >= 1 }, "\(log.events)")
             await discoverer.stopDiscoveryAndWait()
+            await earlyDiscoverer.stopDiscoveryAndWait()
             await advertising.shutdown()
             await discovering.shutdown()
             await early.shutdown()
