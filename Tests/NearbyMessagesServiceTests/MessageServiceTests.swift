@@ -116,7 +116,7 @@ struct MessageServiceTests {
         let stateURL = try temporaryDirectory("expired").appendingPathComponent("service.json")
         try ServiceStateFile(url: stateURL).save(ServiceState(entries: [
             ServiceEntry(
-                handle: "sub-old", kind: .subscription, serviceID: "svc", background: true,
+                handle: "sub-00000010", kind: .subscription, serviceID: "svc", background: true,
                 expiresAt: Date(timeIntervalSinceNow: -60))
         ]))
         let service = try inMemoryService(InMemoryMedium.Air(), stateFile: stateURL)

@@ -9,8 +9,9 @@ extension Subscription {
     func messageStep(
         _ step: (inout State, Duration) -> [FoundLostTracker<String, Message>.Action]
     ) {
-        let events = state.withLock { state -> [MessageEvent] in
-            step(&state, clock.now).compactMap { action -> MessageEvent? in
+        let (events, limitReached) = state.withLock { state -> ([MessageEvent], Bool) in
+            let ignored = state.messages.ignoredSightings
+            let events = step(&state, clock.now).compactMap { action -> MessageEvent? in
                 switch action {
                 case .found(let message): return MessageEvent(kind: .found, message: message)
                 case .lost(let message): return MessageEvent(kind: .lost, message: message)
@@ -19,8 +20,31 @@ extension Subscription {
                 }
                 return nil
             }
+            if events.contains(where: { $0.kind == .lost }) { state.atLimit = false }
+            return (events, state.messages.ignoredSightings > ignored && Self.enterLimitEpisode(&state))
         }
+        if limitReached { logLimitReached() }
         for event in events { deliver(event) }
+    }
+
+    /// A sighting was turned away before it reached the tracker (a fetch not started for lack of room).
+    func noteLimitReached() {
+        if state.withLock({ Self.enterLimitEpisode(&$0) }) { logLimitReached() }
+    }
+
+    /// Starts an episode of sightings turned away; whether it is a new one (to be logged).
+    private static func enterLimitEpisode(_ state: inout State) -> Bool {
+        defer { state.atLimit = true }
+        return !state.atLimit
+    }
+
+    private func logLimitReached() {
+        let limits = options.limits
+        logger.warning(
+            "a subscription is at its limits: further messages are ignored until some are lost",
+            metadata: [
+                "max_found_messages": "\(limits.maxFoundMessages)", "max_publishers": "\(limits.maxPublishers)",
+            ])
     }
 
     /// One step of the beacon tracker, as ``messageStep(_:)``; beacons the filter excludes are not delivered.
