@@ -96,14 +96,12 @@ struct BufferedBytesLimitTests {
             Issue.record("expected a refusal")
             return
         }
-        // The per-source cap refuses more from that source only.
+        // A source at its own cap: its newcomer takes the place of its own oldest; other sources are admitted.
         var capped = limits
         capped.maxPendingEndpointsPerSource = 3
-        guard case .refuse(let reason) = Policy.decide(source: "10.0.0.66", open: stranger, limits: capped) else {
-            Issue.record("expected a refusal")
-            return
-        }
-        #expect(reason.contains("limit per source is 3"))
+        #expect(Policy.decide(source: "10.0.0.66", open: stranger, limits: capped) == .admitEvicting(1))
         #expect(Policy.decide(source: "10.0.0.7", open: stranger, limits: capped) == .admit)
+        // A full table whose only pending connection is the newcomer's own source's: that one goes.
+        #expect(Policy.decide(source: "10.0.0.66", open: stranger + [friend], limits: limits) == .admitEvicting(1))
     }
 }

@@ -9,10 +9,13 @@ extension WiFiLANIntegration {
     /// buffered BYTES payloads, and pending connections that never get answered (issue 22, defects 8 and 9).
     @Suite("Hostile peers against the advertiser's limits", .enabled(if: IntegrationEnvironment.inTestNetwork))
     struct HostileLimitsTests {
-        static func advertise(_ scratch: Scratch, _ tag: String) async throws -> (CLIProcess, Int, String) {
+        /// `nearby advertise --accept` with `strategy` (cluster takes many connections at once, as a hub does).
+        static func advertise(
+            _ scratch: Scratch, _ tag: String, strategy: String = "point-to-point"
+        ) async throws -> (CLIProcess, Int, String) {
             let serviceID = IntegrationEnvironment.uniqueServiceID(tag)
             let advertiser = try scratch.launchCLI("advertiser", [
-                "advertise", "--service-id", serviceID, "--name", "target", "--accept", "--no-upgrade",
+                "advertise", "--service-id", serviceID, "--strategy", strategy, "--name", "target", "--accept", "--no-upgrade",
                 "--receive-dir", try scratch.directory("inbox").path, "--json",
             ])
             let advertising = try await advertiser.waitForEvent("advertising")
@@ -51,7 +54,8 @@ extension WiFiLANIntegration {
         @Test("200 strangers that complete UKEY2 and never answer do not lock out a legitimate sender")
         func pendingConnectionsDoNotLockOut() async throws {
             try await withScratch(timeout: 240, "pending lock-out") { scratch in
-                let (advertiser, port, serviceID) = try await Self.advertise(scratch, "lockout")
+                // Cluster, as a hub: point-to-point takes one connection at a time by its own rule.
+                let (advertiser, port, serviceID) = try await Self.advertise(scratch, "lockout", strategy: "cluster")
                 var strangers: [RawTCPClient] = []
                 defer { for stranger in strangers { stranger.close() } }
                 // More than maxPendingEndpoints (128): before, the table filled and every later connection was
@@ -67,7 +71,7 @@ extension WiFiLANIntegration {
                 #expect(strangers.count >= 128, "\(strangers.count) strangers got through their handshake")
                 let file = try scratch.randomFile("hello.bin", size: 10_000)
                 let sender = try scratch.launchCLI("sender", [
-                    "send", "--service-id", serviceID, "--address", "127.0.0.1:\(port)", "--name", "friend",
+                    "send", "--service-id", serviceID, "--strategy", "cluster", "--address", "127.0.0.1:\(port)", "--name", "friend", "--accept",
                     "--file", file.path, "--json",
                 ])
                 #expect(try await sender.waitForExit(timeout: 60) == 0, "\(sender.diagnostics)")

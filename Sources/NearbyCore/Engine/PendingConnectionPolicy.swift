@@ -7,8 +7,8 @@
 /// Instead, when a table is full, the newcomer takes the place of the longest-waiting pending *incoming* connection
 /// of the source (peer address) that holds the most pending connections: a flooding source loses its own
 /// connections first, and a newcomer from anywhere else always gets in. A source already holding
-/// ``ResourceLimits/maxPendingEndpointsPerSource`` pending connections is refused more. Memory stays bounded by
-/// ``ResourceLimits/maxEndpoints``.
+/// ``ResourceLimits/maxPendingEndpointsPerSource`` pending connections keeps that many: its newcomer takes the place
+/// of its own oldest. Memory stays bounded by ``ResourceLimits/maxEndpoints``.
 package enum PendingConnectionPolicy {
     /// An open connection, as the policy sees it.
     package struct Connection<ID: Hashable & Sendable>: Sendable {
@@ -47,11 +47,13 @@ package enum PendingConnectionPolicy {
     ) -> Decision<ID> {
         let pending = open.filter(\.isPending)
         let evictable = pending.filter(\.isIncoming)
-        let fromSource = evictable.filter { $0.source == source }.count
-        if fromSource >= limits.maxPendingEndpointsPerSource {
-            return .refuse(
-                "\(fromSource) connections from \(source) are not yet connected, the limit per source is "
-                    + "\(limits.maxPendingEndpointsPerSource)")
+        let sameSource = evictable.filter { $0.source == source }
+        if sameSource.count >= limits.maxPendingEndpointsPerSource {
+            // This address holds its share already: its newest connection takes the place of its oldest.
+            guard let oldest = sameSource.min(by: { $0.since < $1.since }) else {
+                return .refuse("no pending connection may come from \(source)")
+            }
+            return .admitEvicting(oldest.id)
         }
         let full: String?
         if open.count >= limits.maxEndpoints {

@@ -32,8 +32,9 @@ public struct ResourceLimits: Sendable, Hashable {
     /// devices that all ask at once (Google's engine has no such limit; here it still bounds handshakes in flight
     /// when ``maxEndpoints`` is raised).
     public var maxPendingEndpoints: Int = 128
-    /// The most pending incoming connections from one peer address (a TCP peer's IP, a BLE address); more from it
-    /// are refused. Default: 128 (a hub's spokes may all come from one address behind a NAT). Whatever its value,
+    /// The most pending incoming connections from one peer address (a TCP peer's IP, a BLE address); a further one
+    /// from it takes the place of its own longest-waiting one. Default: 128 (a hub's spokes may all come from one
+    /// address behind a NAT). Whatever its value,
     /// a full table never locks a newcomer out: it takes the place of the longest-waiting pending incoming
     /// connection of the address that holds the most.
     public var maxPendingEndpointsPerSource: Int = 128
