@@ -45,7 +45,7 @@ public final class MessageServiceServer: Sendable {
     /// file (nobody answers on it) is replaced.
     ///
     /// The directory must be this user's and writable by nobody else, in a chain of directories only this user or
-    /// root can change (``ServiceSocketDirectory``): a directory another local user made first (say `/tmp/nearby-UID`
+    /// root can change: a directory another local user made first (say `/tmp/nearby-UID`
     /// with mode 0777) is refused, since that user could swap the socket. Connections from other users are closed
     /// at once (`SO_PEERCRED`), whatever the socket's mode.
     ///
