@@ -107,6 +107,10 @@ extension MessageService {
         guard let serviceID = request.serviceID, !serviceID.isEmpty else {
             throw NearbyError(.invalidArgument, "\(request.op) needs a service_id")
         }
+        guard serviceID.utf8.count <= ServiceEntry.maximumServiceIDLength else {
+            throw NearbyError(
+                .invalidArgument, "a service_id has at most \(ServiceEntry.maximumServiceIDLength) bytes, got \(serviceID.utf8.count)")
+        }
         if let ttl = request.ttl, !(ttl > 0 && ttl <= 86_400 * 365) {
             throw NearbyError(.invalidArgument, "ttl must be a positive number of seconds, got \(ttl)")
         }
