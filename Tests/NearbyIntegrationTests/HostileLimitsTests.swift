@@ -7,7 +7,7 @@ import Testing
 extension WiFiLANIntegration {
     /// Strangers that complete the real handshake with a `nearby advertise` process and then try to exhaust it:
     /// buffered BYTES payloads, and pending connections that never get answered (issue 22, defects 8 and 9).
-    @Suite("Hostile peers against the advertiser's limits", .enabled(if: IntegrationEnvironment.inTestNetwork))
+    @Suite("Hostile peers against the advertiser's limits", .enabled(if: IntegrationEnvironment.inTestNetwork), .timeLimit(.minutes(5)))
     struct HostileLimitsTests {
         /// `nearby advertise --accept` with `strategy` (cluster takes many connections at once, as a hub does).
         static func advertise(

@@ -74,7 +74,7 @@ final class CountingListener: Sendable {
 extension WiFiLANIntegration {
     /// Nearby Messages and its service against strangers on the LAN (issue 22): a stranger's mDNS record pointing at
     /// loopback, many distinct large messages, messages whose event lines balloon, and texts made to be options.
-    @Suite("Nearby Messages against strangers", .enabled(if: IntegrationEnvironment.inTestNetwork), .serialized)
+    @Suite("Nearby Messages against strangers", .enabled(if: IntegrationEnvironment.inTestNetwork), .serialized, .timeLimit(.minutes(10)))
     struct MessagesStrangerTests {
         static let wifiOnly = MessageStrategy(mediums: .wifiLAN)
 

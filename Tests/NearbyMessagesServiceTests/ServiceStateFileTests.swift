@@ -3,7 +3,7 @@ import NearbyMessagesService
 import NearbyWire
 import Testing
 
-@Suite("Service state file")
+@Suite("Service state file", .timeLimit(.minutes(5)))
 struct ServiceStateFileTests {
     static func directory() throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-state-\(UUID().uuidString)")
@@ -72,7 +72,7 @@ struct ServiceStateFileTests {
 }
 
 /// The state file is anything the disk holds: bounded reads, validated entries, one item per handle (issue 22).
-@Suite("Service state file, hostile")
+@Suite("Service state file, hostile", .timeLimit(.minutes(1)))
 struct ServiceStateFileHostileTests {
     @Test("a file larger than the cap is moved aside without being read whole")
     func oversized() throws {

@@ -77,7 +77,9 @@ public final class MessageServiceClient: Sendable {
                     + "(uid \(geteuid())); not using it")
         }
         let client = MessageServiceClient()
-        client.connection.withLock { $0 = Task { await client.run(channel) } }
+        // Owner: this client; `close()` cancels and awaits it (it ends when the connection closes).
+        let running = Task { await client.run(channel) }
+        client.connection.withLock { $0 = running }
         return client
     }
 

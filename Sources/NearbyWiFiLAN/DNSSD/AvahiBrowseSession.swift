@@ -82,9 +82,9 @@ final class AvahiBrowseSession: @unchecked Sendable {
     func suspend() {
         guard !isFinished else { return }
         freeAvahiObjects()
-        for name in reported.keys.sorted() {
-            continuation.yield(.lost(instanceName: name))
-        }
+        let lost = reported.keys.sorted()
+        let continuation = self.continuation
+        connection.post { for name in lost { continuation.yield(.lost(instanceName: name)) } }
         reported.removeAll()
     }
 
@@ -93,10 +93,14 @@ final class AvahiBrowseSession: @unchecked Sendable {
         freeAvahiObjects()
         guard !isFinished else { return }
         isFinished = true
-        if let error {
-            continuation.finish(throwing: error)
-        } else {
-            continuation.finish()
+        let continuation = self.continuation
+        let failure = error.map(AnySendableError.init)
+        connection.post {
+            if let failure {
+                continuation.finish(throwing: failure.error)
+            } else {
+                continuation.finish()
+            }
         }
     }
 
@@ -256,7 +260,8 @@ final class AvahiBrowseSession: @unchecked Sendable {
     private func reportChanges(of name: String) {
         guard let copies = instances[name] else {
             if reported.removeValue(forKey: name) != nil {
-                continuation.yield(.lost(instanceName: name))
+                let continuation = self.continuation
+                connection.post { continuation.yield(.lost(instanceName: name)) }
             }
             return
         }
@@ -280,7 +285,8 @@ final class AvahiBrowseSession: @unchecked Sendable {
         )
         if reported[name] != merged {
             reported[name] = merged
-            continuation.yield(.found(merged))
+            let continuation = self.continuation
+            connection.post { continuation.yield(.found(merged)) }
         }
     }
 
