@@ -134,7 +134,7 @@ let package = Package(
         .target(
             name: "NearbyMessagesService",
             dependencies: [
-                "NearbyMessages", "NearbyCore", "NearbyWire", "NearbyBlueZ",
+                "NearbyMessages", "NearbyConnections", "NearbyCore", "NearbyWire", "NearbyBlueZ",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -229,6 +229,7 @@ let package = Package(
             name: "NearbyIntegrationTests",
             dependencies: [
                 "NearbyConnections", "NearbyCore", "NearbyWire", "NearbySecurity", "NearbyTesting", "NearbyTestSupport",
+                "NearbyMessages", "NearbyMessagesService",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -316,6 +317,7 @@ if Context.environment["NEARBY_FUZZ"] != nil {
             dependencies: [
                 "CNearbyFuzzMain",
                 "NearbyWire", "NearbySecurity", "NearbyCore", "NearbyBLE", "NearbyWiFiLAN", "NearbyMessages",
+                "NearbyMessagesService",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],

@@ -74,7 +74,7 @@ struct CommonOptions: ParsableArguments {
     }
 
     func makeLogger() -> Logger {
-        var logger = Logger(label: "nearby") { label in StreamLogHandler.standardError(label: label) }
+        var logger = Logger(label: "nearby") { label in EscapingLogHandler.standardError(label: label) }
         logger.logLevel = verbose ? .debug : .warning
         return logger
     }

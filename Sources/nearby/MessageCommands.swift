@@ -266,7 +266,7 @@ struct BeaconsCommand: AsyncParsableCommand {
     func scan(_ source: any AdvertisingReportSource) async throws {
         let output = EventOutput(json: json)
         let sink = ProblemSink()
-        var logger = Logger(label: "nearby") { label in StreamLogHandler.standardError(label: label) }
+        var logger = Logger(label: "nearby") { label in EscapingLogHandler.standardError(label: label) }
         logger.logLevel = verbose ? .debug : .warning
         let manager = MessageManager(
             serviceID: "beacons", debugLogging: verbose, logger: logger,

@@ -69,7 +69,7 @@ struct ServiceRunCommand: AsyncParsableCommand {
     func run() async throws {
         let output = EventOutput(json: socketOptions.json)
         let verbose = self.verbose
-        var serviceLogger = Logger(label: "nearby.service") { label in StreamLogHandler.standardError(label: label) }
+        var serviceLogger = Logger(label: "nearby.service") { label in EscapingLogHandler.standardError(label: label) }
         serviceLogger.logLevel = verbose ? .debug : .warning
         let logger = serviceLogger
         let given: BluetoothController?

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 #endif
 import NearbyCore
+import NearbyTestSupport
 import NearbyWire
 import Testing
 
@@ -91,6 +92,26 @@ import Testing
         }
         #expect(await written == 400)
         #expect(received == 400)
+        reader.close()
+    }
+
+    @Test("tiny SDUs count their bookkeeping: a flood of 2-byte SDUs pauses reading after about pauseBytes / 66 of them, losing nothing")
+    func tinySDUsAreCounted() async throws {
+        let (reader, writer) = try Self.pair()
+        let drain = KernelSDUDrain(descriptor: reader, receiveMTU: 2048, peer: Self.peer, pauseBytes: 4096)
+        async let written = Self.write(1_000, size: 2, to: writer, close: true)
+        // Before, only payload bytes counted: 1,000 SDUs of 2 bytes (2,000 bytes) never reached the 4,096 and every
+        // one was held, each costing far more than its 2 bytes.
+        _ = try await eventually(within: 30, "the drain to pause") { drain.isPaused ? true : nil }
+        let limit = 4096 / (2 + KernelSDUDrain.overheadPerSDU) + 1
+        #expect(drain.heldSDUs <= limit, "\(drain.heldSDUs) SDUs held")
+        #expect(drain.heldBytes <= 4096 + 2 + KernelSDUDrain.overheadPerSDU)
+        var received = 0
+        while let sdu = try await drain.next() {
+            #expect(sdu == Self.sdu(received, size: 2))
+            received += 1
+        }
+        #expect(await written == 1_000 && received == 1_000)
         reader.close()
     }
 

@@ -79,7 +79,7 @@ struct EngineLimitsTests {
 
     // MARK: - Endpoint caps
 
-    @Test("Incoming connections over maxPendingEndpoints and maxEndpoints are refused; the others are untouched", .timeLimit(.minutes(5)))
+    @Test("Over maxPendingEndpoints the newcomer takes the place of the longest-waiting pending connection; over maxEndpoints with none pending it is refused; connected ones are untouched", .timeLimit(.minutes(5)))
     func endpointCaps() async throws {
         var limits = ResourceLimits()
         limits.maxPendingEndpoints = 1
@@ -100,19 +100,31 @@ struct EngineLimitsTests {
             spokes.append((engine, log))
         }
 
-        // SPK1 waits for a decision: SPK2 is refused (one pending endpoint at most).
+        // SPK1 waits for a decision; SPK2 takes its place (one pending endpoint at most): SPK1's request ends.
         try await spokes[0].engine.requestConnection(to: "HUBB", endpointInfo: [1])
         _ = try await hubLog.wait { Self.isInitiated($0, "SPK1") }
         try await spokes[1].engine.requestConnection(to: "HUBB", endpointInfo: [2])
-        _ = try await spokes[1].log.wait { if case .endpoint(.connectionFailed) = $0 { true } else { false } }
-        #expect(await !hubLog.events.contains { Self.isInitiated($0, "SPK2") })
-
-        // SPK1 is undisturbed and connects; now SPK2 gets in.
-        try await Self.acceptBoth(hub, hubLog, spokes[0].engine, spokes[0].log, "SPK1")
-        try await spokes[1].engine.requestConnection(to: "HUBB", endpointInfo: [2])
+        _ = try await hubLog.wait { Self.isInitiated($0, "SPK2") }
+        _ = try await spokes[0].log.wait {
+            switch $0 {
+            case .endpoint(.connectionFailed), .endpoint(.disconnected), .endpoint(.rejected): true
+            default: false
+            }
+        }
         try await Self.acceptBoth(hub, hubLog, spokes[1].engine, spokes[1].log, "SPK2")
 
-        // Two endpoints: SPK3 is refused, the connected two stay.
+        // SPK1 asks again and gets in beside the connected SPK2 (its second request: two `initiated` on each side).
+        try await spokes[0].engine.requestConnection(to: "HUBB", endpointInfo: [1])
+        for (log, peer) in [(hubLog, "SPK1"), (spokes[0].log, "HUBB")] {
+            _ = try await eventually(within: 10, "the second request of SPK1") {
+                await log.events.filter { Self.isInitiated($0, peer) }.count >= 2 ? true : nil
+            }
+        }
+        try await hub.acceptConnection("SPK1")
+        try await spokes[0].engine.acceptConnection("HUBB")
+        _ = try await hubLog.wait { if case .endpoint(.connected(let info)) = $0 { info.endpointID == "SPK1" } else { false } }
+
+        // Two endpoints, none pending: SPK3 is refused, the connected two stay.
         try await spokes[2].engine.requestConnection(to: "HUBB", endpointInfo: [3])
         _ = try await spokes[2].log.wait { if case .endpoint(.connectionFailed) = $0 { true } else { false } }
         #expect(await !hubLog.events.contains { Self.isInitiated($0, "SPK3") })

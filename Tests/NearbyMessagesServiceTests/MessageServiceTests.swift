@@ -52,6 +52,7 @@ struct MessageServiceTests {
             (ServiceRequest(id: 4, op: .unpublish, handle: "pub-nope"), "invalidArgument", "no publication named pub-nope"),
             (ServiceRequest(id: 5, op: .subscribe, serviceID: "svc", ttl: -1), "invalidArgument", "ttl"),
             (ServiceRequest(id: 6, op: .watch, handle: "sub-nope"), "invalidArgument", "no subscription named"),
+            (ServiceRequest(id: 7, op: .subscribe, serviceID: String(repeating: "s", count: 256)), "invalidArgument", "at most 255 bytes"),
         ]
         for (request, code, text) in cases {
             let response = await service.handle(request, from: client)
@@ -116,7 +117,7 @@ struct MessageServiceTests {
         let stateURL = try temporaryDirectory("expired").appendingPathComponent("service.json")
         try ServiceStateFile(url: stateURL).save(ServiceState(entries: [
             ServiceEntry(
-                handle: "sub-old", kind: .subscription, serviceID: "svc", background: true,
+                handle: "sub-00000010", kind: .subscription, serviceID: "svc", background: true,
                 expiresAt: Date(timeIntervalSinceNow: -60))
         ]))
         let service = try inMemoryService(InMemoryMedium.Air(), stateFile: stateURL)

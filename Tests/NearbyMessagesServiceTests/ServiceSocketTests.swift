@@ -172,8 +172,8 @@ struct NotifySendNotifierTests {
         let lines = try await eventually(within: 20, "notify-send to run") { () -> [String]? in
             let text = (try? String(contentsOf: record, encoding: .utf8)) ?? ""
             let lines = text.split(separator: "\n").map(String.init)
-            return lines.count >= 3 ? lines : nil
+            return lines.count >= 4 ? lines : nil
         }
-        #expect(lines == ["--app-name=nearby", "Nearby message found", "[ns/t] &lt;b&gt;hi&lt;/b&gt; &amp; bye"])
+        #expect(lines == ["--app-name=nearby", "--", "Nearby message found", "[ns/t] &lt;b&gt;hi&lt;/b&gt; &amp; bye"])
     }
 }

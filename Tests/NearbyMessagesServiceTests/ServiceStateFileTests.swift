@@ -12,9 +12,9 @@ struct ServiceStateFileTests {
     }
 
     static let entries = [
-        ServiceEntry(handle: "pub-1", kind: .publication, serviceID: "svc", namespace: "", type: "", contentHex: "6869", background: true),
+        ServiceEntry(handle: "pub-0000abcd", kind: .publication, serviceID: "svc", namespace: "", type: "", contentHex: "6869", background: true),
         ServiceEntry(
-            handle: "sub-1", kind: .subscription, serviceID: "svc", namespace: "ns", background: true,
+            handle: "sub-0000abcd", kind: .subscription, serviceID: "svc", namespace: "ns", background: true,
             expiresAt: Date(timeIntervalSince1970: 2_000_000_000)),
     ]
 
@@ -33,7 +33,7 @@ struct ServiceStateFileTests {
         try file.save(ServiceState(entries: Self.entries))
         var state = try file.load().state
         #expect(state.entries == Self.entries)
-        state.remove("pub-1")
+        state.remove("pub-0000abcd")
         try file.save(state)
         #expect(try file.load().state.entries == [Self.entries[1]])
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["service.json"])
@@ -65,8 +65,53 @@ struct ServiceStateFileTests {
     func partition() {
         let state = ServiceState(entries: Self.entries)
         let later = state.partitioned(at: Date(timeIntervalSince1970: 2_000_000_001))
-        #expect(later.alive.map(\.handle) == ["pub-1"])
-        #expect(later.expired.map(\.handle) == ["sub-1"])
+        #expect(later.alive.map(\.handle) == ["pub-0000abcd"])
+        #expect(later.expired.map(\.handle) == ["sub-0000abcd"])
         #expect(state.partitioned(at: Date(timeIntervalSince1970: 0)).alive.count == 2)
+    }
+}
+
+/// The state file is anything the disk holds: bounded reads, validated entries, one item per handle (issue 22).
+@Suite("Service state file, hostile", .timeLimit(.minutes(1)))
+struct ServiceStateFileHostileTests {
+    @Test("a file larger than the cap is moved aside without being read whole")
+    func oversized() throws {
+        let url = try ServiceStateFileTests.directory().appendingPathComponent("service.json")
+        let handle = try #require(FileHandle(forWritingAtPath: url.path) ?? {
+            FileManager.default.createFile(atPath: url.path, contents: nil)
+            return FileHandle(forWritingAtPath: url.path)
+        }())
+        try handle.truncate(atOffset: UInt64(ServiceStateFile.maximumSize) + 1)  // sparse: costs no disk
+        try handle.close()
+        let loaded = try ServiceStateFile(url: url).load()
+        #expect(loaded.state.entries.isEmpty)
+        #expect(loaded.problem?.message.contains("larger than \(ServiceStateFile.maximumSize) bytes") == true)
+        #expect(loaded.movedAside != nil && !FileManager.default.fileExists(atPath: url.path))
+    }
+
+    @Test("invalid entries and repeated handles are dropped and reported (the file is copied aside); the valid ones are kept")
+    func invalidEntries() throws {
+        let url = try ServiceStateFileTests.directory().appendingPathComponent("service.json")
+        let good = ServiceStateFileTests.entries
+        let bad = [
+            ServiceEntry(handle: "pub-../../x", kind: .publication, serviceID: "svc", contentHex: "00", background: true),
+            ServiceEntry(handle: "sub-0000abcd", kind: .publication, serviceID: "svc", contentHex: "00", background: true),
+            ServiceEntry(handle: "pub-0000dead", kind: .publication, serviceID: "", contentHex: "00", background: true),
+            ServiceEntry(handle: "pub-0000beef", kind: .publication, serviceID: "svc", contentHex: "zz", background: true),
+            ServiceEntry(
+                handle: "pub-0000f00d", kind: .publication, serviceID: "svc",
+                contentHex: String(repeating: "00", count: 102_401), background: true),
+            ServiceEntry(handle: "sub-0000cafe", kind: .subscription, serviceID: "svc", type: "t*", background: true),
+            ServiceEntry(handle: "sub-0000babe", kind: .subscription, serviceID: "svc", background: false),
+            good[0],  // a repeated handle: the first one wins
+        ]
+        try ServiceStateFile(url: url).save(ServiceState(entries: good + bad))
+        let loaded = try ServiceStateFile(url: url).load()
+        #expect(loaded.state.entries == good)
+        #expect(loaded.droppedEntries == bad.count)
+        let problem = try #require(loaded.problem)
+        #expect(problem.code == .malformedMessage && problem.message.contains("\(bad.count) unusable entries"), "\(problem.message)")
+        let aside = try #require(loaded.movedAside)
+        #expect(FileManager.default.fileExists(atPath: aside.path) && FileManager.default.fileExists(atPath: url.path))
     }
 }

@@ -129,10 +129,13 @@ struct WiFiLANMediumTests {
         let serviceID = wifiLANMediumUniqueServiceID()
         let recorder = await WiFiLANMediumDiscoveryRecorder.start(medium.discover(serviceID: serviceID, pcp: .p2pCluster))
 
-        func service(_ name: String, txt: [String: [UInt8]], addresses: [String] = ["127.0.0.1"]) -> DNSSDResolvedService {
+        func service(
+            _ name: String, txt: [String: [UInt8]], addresses: [String] = ["127.0.0.1"], local: Set<String> = ["127.0.0.1"]
+        ) -> DNSSDResolvedService {
             DNSSDResolvedService(
                 instanceName: name, serviceType: ServiceIDHash.wifiLanServiceType(serviceID: serviceID).name,
-                hostName: "peer.local", addresses: addresses, port: 4242, txt: txt, interfaceIndex: 1)
+                hostName: "peer.local", addresses: addresses, port: 4242, txt: txt, interfaceIndex: 1,
+                addressesFromLocalRecords: local)
         }
         func name(_ endpointID: String, pcp: PCP = .p2pCluster, serviceID: String) throws -> String {
             WifiLanServiceInfo(pcp: pcp, endpointID: try EndpointID(endpointID), serviceID: serviceID).serviceName
@@ -145,7 +148,12 @@ struct WiFiLANMediumTests {
         fake.feed.yield(.found(service(try name("STAR", pcp: .p2pStar, serviceID: serviceID), txt: goodTXT)))
         fake.feed.yield(.found(service(try name("NOTX", serviceID: serviceID), txt: [:])))
         fake.feed.yield(.found(service(try name("BADN", serviceID: serviceID), txt: ["n": Array("*&^".utf8)])))
-        fake.feed.yield(.found(service(good, txt: goodTXT, addresses: ["fe80::1%lo", "127.0.0.1", "::1", "10.1.2.3"])))
+        // A stranger's record (not published by this host) pointing at loopback and the unspecified address: skipped.
+        fake.feed.yield(.found(service(
+            try name("EVIL", serviceID: serviceID), txt: goodTXT, addresses: ["127.0.0.1", "::1", "0.0.0.0"], local: [])))
+        // Loopback from a record of the network is dropped; this host's own record may be loopback.
+        fake.feed.yield(.found(service(
+            good, txt: goodTXT, addresses: ["fe80::1%lo", "127.0.0.1", "::1", "10.1.2.3", "224.0.0.251"], local: ["::1"])))
         fake.feed.yield(.lost(instanceName: try name("STAR", pcp: .p2pStar, serviceID: serviceID)))
         fake.feed.yield(.lost(instanceName: good))
         fake.feed.finish(throwing: NearbyError(.mediumUnavailable, "daemon went away"))
@@ -153,7 +161,7 @@ struct WiFiLANMediumTests {
         try await recorder.waitForEnd()
         let expected = DiscoveredEndpoint(
             endpointID: "GOOD", endpointInfo: endpointInfo, medium: .wifiLAN,
-            route: .tcp(hosts: ["127.0.0.1", "10.1.2.3", "fe80::1%lo", "::1"], port: 4242))
+            route: .tcp(hosts: ["10.1.2.3", "fe80::1%lo", "::1"], port: 4242))
         #expect(await recorder.events == [.found(expected), .lost(endpointID: "GOOD", medium: .wifiLAN)])
         #expect((await recorder.endError as? NearbyError)?.code == .mediumUnavailable)
         #expect(fake.browsedTypes.value == [ServiceIDHash.wifiLanServiceType(serviceID: serviceID).name])
@@ -273,5 +281,27 @@ struct WiFiLANMediumAvahiTests {
             event == .lost(endpointID: "LOST", medium: .wifiLAN) ? true : nil
         }
         await recorder.stop()
+    }
+}
+
+/// Which discovered addresses may be connected to without the user naming them (issue 22, defect 7).
+@Suite("Discovered address rules", .timeLimit(.minutes(1)))
+struct DiscoveredAddressRulesTests {
+    @Test("loopback and this host's own addresses only from this host's records; never unspecified, multicast, broadcast")
+    func rules() {
+        let own: [UInt8] = [192, 168, 1, 5]
+        let rules = DiscoveredAddressRules(ownAddresses: [own])
+        for address in ["127.0.0.1", "127.9.9.9", "::1", "::ffff:127.0.0.1", "192.168.1.5", "::ffff:192.168.1.5"] {
+            #expect(rules.refusal(address, fromLocalRecord: false) != nil, "\(address) from the network")
+            #expect(rules.refusal(address, fromLocalRecord: true) == nil, "\(address) from this host")
+        }
+        for address in ["0.0.0.0", "::", "224.0.0.251", "ff02::fb", "255.255.255.255", "240.0.0.1", "::10.0.0.1", "host.local", ""] {
+            #expect(rules.refusal(address, fromLocalRecord: true) != nil, "\(address)")
+        }
+        for address in ["192.168.1.6", "10.0.0.1", "fe80::1%eth0", "169.254.3.4", "2001:db8::1"] {
+            #expect(rules.refusal(address, fromLocalRecord: false) == nil, "\(address)")
+        }
+        // The host's own addresses include loopback.
+        #expect(DiscoveredAddressRules.current().ownAddresses.contains([127, 0, 0, 1]))
     }
 }

@@ -18,6 +18,9 @@ let fuzzTargets: [String: @Sendable (FuzzInput) -> Void] = [
     "messages-envelope": fuzzMessagesEnvelope,
     "beacons": fuzzBeacons,
     "connection-state-machine": fuzzConnectionStateMachine,
+    "service-protocol": fuzzServiceProtocol,
+    "found-lost-flood": fuzzFoundLostFlood,
+    "service-state-file": fuzzServiceStateFile,
 ]
 
 /// The target chosen for this process; an unknown or missing name stops the run before the first input.

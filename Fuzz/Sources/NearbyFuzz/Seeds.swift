@@ -22,7 +22,7 @@ enum Seeds {
             "messages-envelope": messagesEnvelopes(),
             "beacons": beacons(),
             "connection-state-machine": connectionStateMachine(),
-        ]
+        ].merging(hardening()) { first, _ in first }
     }
 
     /// Writes every seed as `<directory>/<target>/seed-NN`.

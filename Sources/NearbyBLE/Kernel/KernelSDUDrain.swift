@@ -17,9 +17,12 @@ import NearbyWire
 /// rig's test j, in the slow QEMU guest). This one reads on a dispatch queue of its own, outside the cooperative
 /// pool, whenever the socket is readable.
 ///
-/// Memory: at most about ``pauseBytes`` (16 MiB by default) are held; beyond that reading pauses (the kernel's
-/// buffer then fills and the kernel drops, which the sequence check reports) until the consumer has taken the
-/// backlog below half of it.
+/// Memory: at most about ``pauseBytes`` (16 MiB by default) are held, each SDU counted with its bookkeeping
+/// (``overheadPerSDU`` bytes on top of its payload, so a flood of tiny SDUs is bounded too); beyond that reading
+/// pauses (the kernel's buffer then fills and the kernel drops, which the D2D sequence check reports: the connection
+/// ends) until the consumer has taken the backlog below half of it. So on these channels a reader that falls more
+/// than ``pauseBytes`` behind (an app holding back a STREAM payload, say) ends the connection instead of slowing
+/// the sender: back-pressure reaches the peer only through the engine's write deadlines, not through L2CAP credits.
 package final class KernelSDUDrain: Sendable {
     /// How the stream of SDUs ended.
     private enum End: Sendable {
@@ -47,7 +50,7 @@ package final class KernelSDUDrain: Sendable {
             let sdu = sdus[head]
             sdus[head] = []
             head += 1
-            bytes -= sdu.count
+            bytes -= sdu.count + KernelSDUDrain.overheadPerSDU
             if head > 64, head * 2 > sdus.count {
                 sdus.removeFirst(head)
                 head = 0
@@ -63,15 +66,25 @@ package final class KernelSDUDrain: Sendable {
 
     /// Backlog above which reading pauses.
     package let pauseBytes: Int
+    /// What one held SDU costs beyond its payload, as counted against ``pauseBytes``: the array's header and
+    /// allocation, and its slot in the queue.
+    package static let overheadPerSDU = 64
 
     private let state = LockedValue(State())
+
+    /// Bytes held now, as counted against ``pauseBytes`` (tests check the bound).
+    package var heldBytes: Int { state.withLock { $0.bytes } }
+    /// SDUs held now.
+    package var heldSDUs: Int { state.withLock { $0.sdus.count - $0.head } }
+    /// Whether reading is paused for a backlog above ``pauseBytes``.
+    package var isPaused: Bool { state.withLock { $0.paused } }
     private let source: UncheckedSource
     private let descriptor: KernelDescriptor
     private let receiveMTU: Int
     private let peer: BLEAddress
 
     /// Starts reading `descriptor` (connected, non-blocking) in reads of `receiveMTU` bytes, holding at most about
-    /// `pauseBytes` that ``next()`` has not taken.
+    /// `pauseBytes` (payload plus ``overheadPerSDU`` per SDU) that ``next()`` has not taken.
     package init(descriptor: KernelDescriptor, receiveMTU: Int, peer: BLEAddress, pauseBytes: Int = 16 << 20) {
         self.descriptor = descriptor
         self.receiveMTU = receiveMTU
@@ -182,7 +195,7 @@ package final class KernelSDUDrain: Sendable {
     private func deliver(_ sdu: [UInt8]) {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.sdus.append(sdu)
-            state.bytes += sdu.count
+            state.bytes += sdu.count + Self.overheadPerSDU
             if state.bytes > pauseBytes, !state.paused, !state.cancelled {
                 state.paused = true
                 source.source.suspend()

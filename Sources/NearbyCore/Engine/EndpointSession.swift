@@ -76,11 +76,13 @@ public actor EndpointSession {
     ///   - localEndpointID: Our endpoint ID, sent in the CLIENT_INTRODUCTION of an upgrade.
     ///   - limits: The write deadline, the decision deadline and the range peer-chosen keep-alive timeouts are
     ///     clamped into.
+    ///   - bufferBudget: The engine's budget of buffered BYTES payload bytes (``ResourceLimits/maxBufferedBytes``),
+    ///     shared by its endpoints; `nil`: only the per-endpoint limit applies.
     ///   - clock: The clock every timer of the session sleeps on.
     package init(
         channel: any EndpointChannel, machine: ConnectionStateMachine, keepAlive: KeepAliveSettings,
-        receiveDirectory: URL, timeouts: Timeouts = .init(), limits: ResourceLimits = .init(), logger: Logger,
-        admission: Admission? = nil,
+        receiveDirectory: URL, timeouts: Timeouts = .init(), limits: ResourceLimits = .init(),
+        bufferBudget: BufferedBytesBudget? = nil, logger: Logger, admission: Admission? = nil,
         upgradeMediums: [any MediumDriver] = [], autoUpgrade: Bool = true, localEndpointID: String = "",
         clock: NearbyClock = .continuous,
         onEvent: @escaping @Sendable (EndpointEvent) -> Void,
@@ -114,7 +116,8 @@ public actor EndpointSession {
         sender = OutgoingPayloadSender(
             writer: writer, gate: gate, chunkSize: channel.medium.maxTransmitPacketSize, logger: logger, clock: clock,
             onEvent: onEvent)
-        sink = IncomingPayloadSink(limits: limits, receiveDirectory: receiveDirectory, clock: clock, onEvent: onEvent)
+        sink = IncomingPayloadSink(
+            limits: limits, receiveDirectory: receiveDirectory, clock: clock, bufferBudget: bufferBudget, onEvent: onEvent)
         upgrade = UpgradeCoordinator(
             role: machine.role == .incoming ? .initiator : .responder, writer: writer, gate: gate,
             mediums: upgradeMediums, autoUpgrade: autoUpgrade, localEndpointID: localEndpointID, timeouts: timeouts,

@@ -36,12 +36,17 @@ final class IncomingPayloadSink {
 
     init(
         limits: ResourceLimits, receiveDirectory: URL, clock: NearbyClock = .continuous,
-        onEvent: @escaping @Sendable (EndpointEvent) -> Void
+        bufferBudget: BufferedBytesBudget? = nil, onEvent: @escaping @Sendable (EndpointEvent) -> Void
     ) {
-        tracker = IncomingPayloadTracker(limits: limits)
+        tracker = IncomingPayloadTracker(limits: limits, budget: bufferBudget)
         files = ReceivedFileStore(directory: receiveDirectory, minimumFreeSpace: limits.minimumFreeDiskSpace)
         self.clock = clock
         self.onEvent = onEvent
+    }
+
+    deinit {
+        // The engine's budget outlives this connection: give back what its BYTES payloads still hold.
+        tracker.releaseBuffers()
     }
 
     /// Whether the payload is being received.

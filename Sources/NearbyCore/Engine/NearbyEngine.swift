@@ -25,6 +25,8 @@ package actor NearbyEngine {
     private var discovered: [String: DiscoveredEndpoint] = [:]
     private var sessions: [ObjectIdentifier: EndpointSession] = [:]
     private var byEndpoint: [String: EndpointSession] = [:]
+    /// Where and when each incoming session's channel was accepted (for ``PendingConnectionPolicy``).
+    private var opened: [ObjectIdentifier: (source: String, since: Duration)] = [:]
     /// Outgoing requests whose channel is still being opened: the nonce each will carry. They count for the
     /// topology rules and the tie-break like a pending session; a tie-break lost meanwhile removes the entry.
     private var connecting: [String: Int32] = [:]
@@ -33,6 +35,8 @@ package actor NearbyEngine {
     private let overflow: EventOverflowWarning
     /// The configuration's clock, wrapped once so that every session counts from the same start.
     private let clock: NearbyClock
+    /// The bytes of BYTES payloads all endpoints may buffer (``ResourceLimits/maxBufferedBytes``).
+    package nonisolated let bufferBudget: BufferedBytesBudget
     /// Owns every task the engine starts: sessions' run loops, accepted channels being set up, discoveries, and the
     /// supervisor that shuts the engine down once it is ``release()``d. ``shutdown()`` returns once they ended.
     package nonisolated let tasks = TaskScope()
@@ -46,6 +50,7 @@ package actor NearbyEngine {
         clock = NearbyClock(any: configuration.clock)
         self.localEndpointID = localEndpointID ?? EndpointID.random().value
         rules = TopologyRules(strategy: configuration.strategy)
+        bufferBudget = BufferedBytesBudget(limit: configuration.limits.maxBufferedBytes)
         (events, continuation) = AsyncStream.makeStream(
             bufferingPolicy: .bufferingNewest(max(1, configuration.limits.maxBufferedEvents)))
         var logger = configuration.logger
@@ -276,16 +281,35 @@ package actor NearbyEngine {
     // MARK: - Internals
 
     private func accept(_ channel: any EndpointChannel) {
-        if let refusal = capacityRefusal() {
+        let decision = PendingConnectionPolicy.decide(
+            source: channel.peerSource, open: openConnections(), limits: configuration.limits)
+        var evicted: EndpointSession?
+        switch decision {
+        case .refuse(let refusal):
             logger.notice("refusing an incoming connection", metadata: [
                 "medium": "\(channel.medium)", "peer": "\(channel.peerDescription)", "reason": "\(refusal)"])
             tasks.spawn { await channel.close() }
             return
+        case .admitEvicting(let id):
+            evicted = sessions.removeValue(forKey: id)
+            opened[id] = nil
+        case .admit:
+            break
         }
         let machine = ConnectionStateMachine.incoming(local: localDescription(advertisedInfo), medium: channel.medium)
         let session = makeSession(channel: channel, machine: machine, keepAlive: configuration.keepAlive)
         sessions[ObjectIdentifier(session)] = session
+        opened[ObjectIdentifier(session)] = (channel.peerSource, clock.now)
         start(session)
+        if let evicted {
+            logger.notice("the table of pending connections is full: ending the one that waited longest", metadata: [
+                "peer": "\(channel.peerDescription)"])
+            tasks.spawn {
+                await evicted.end(NearbyError(
+                    .limitExceeded,
+                    "too many connections were pending: this one, from the busiest peer address, waited longest"))
+            }
+        }
     }
 
     /// Runs `session` in a task of the engine's scope.
@@ -299,18 +323,14 @@ package actor NearbyEngine {
         }
     }
 
-    /// Why a new incoming connection cannot be taken now (``ResourceLimits/maxEndpoints`` and
-    /// ``ResourceLimits/maxPendingEndpoints``), or `nil`. Endpoints that are closing still count until closed.
-    private func capacityRefusal() -> String? {
-        let limits = configuration.limits
-        if sessions.count >= limits.maxEndpoints {
-            return "\(sessions.count) endpoints open, the limit is \(limits.maxEndpoints)"
+    /// Every open session as ``PendingConnectionPolicy`` sees it.
+    private func openConnections() -> [PendingConnectionPolicy.Connection<ObjectIdentifier>] {
+        sessions.map { id, session in
+            let origin = opened[id]
+            return PendingConnectionPolicy.Connection(
+                id: id, source: origin?.source ?? "", isIncoming: !session.isOutgoing,
+                isPending: !session.reachedConnected.withLock { $0 }, since: origin?.since ?? .zero)
         }
-        let pending = sessions.values.filter { !$0.reachedConnected.withLock { $0 } }.count
-        if pending >= limits.maxPendingEndpoints {
-            return "\(pending) endpoints not yet connected, the limit is \(limits.maxPendingEndpoints)"
-        }
-        return nil
     }
 
     private func makeSession(
@@ -319,7 +339,7 @@ package actor NearbyEngine {
         EndpointSession(
             channel: channel, machine: machine, keepAlive: keepAlive,
             receiveDirectory: configuration.receiveDirectory, timeouts: configuration.timeouts,
-            limits: configuration.limits, logger: logger,
+            limits: configuration.limits, bufferBudget: bufferBudget, logger: logger,
             admission: { [weak self] session, endpointID, nonce in
                 await self?.admit(session, endpointID: endpointID, nonce: nonce) ?? false
             },
@@ -341,6 +361,7 @@ package actor NearbyEngine {
 
     private func remove(_ session: EndpointSession) async {
         sessions[ObjectIdentifier(session)] = nil
+        opened[ObjectIdentifier(session)] = nil
         if let id = await session.endpointID, byEndpoint[id] === session {
             byEndpoint[id] = nil
         }

@@ -14,14 +14,30 @@ public struct ResourceLimits: Sendable, Hashable {
     /// The most incoming payloads (of all kinds) one endpoint may have open at once; one more is a protocol
     /// violation that drops the endpoint. Default: 64.
     public var maxConcurrentIncomingPayloads: Int = 64
-    /// The most endpoints (connections in any phase) the engine holds at once; further ones are refused.
+    /// The most bytes of incoming BYTES payloads one endpoint may have buffered in memory at once (each open BYTES
+    /// payload counts its announced size, at most 1 MiB, from its first chunk until it is delivered or ends); a
+    /// payload that would cross it fails at its first chunk (PAYLOAD_ERROR to the peer, a failure update) and the
+    /// endpoint stays connected. Default: 16 MiB.
+    public var maxBufferedBytesPerEndpoint: Int64 = 16 << 20
+    /// The most bytes of incoming BYTES payloads all endpoints of one engine may have buffered in memory at once,
+    /// counted the same way; a payload that would cross it fails the same way. Default: 128 MiB.
+    public var maxBufferedBytes: Int64 = 128 << 20
+    /// The most endpoints (connections in any phase) the engine holds at once; a further incoming one takes the
+    /// place of a pending incoming connection as for ``maxPendingEndpoints``, or is refused when none is pending.
     /// Default: 128.
     public var maxEndpoints: Int = 128
     /// The most endpoints the engine holds that are not yet connected (handshaking or awaiting a decision);
-    /// further incoming ones are refused. Default: 128, as many as ``maxEndpoints``, so a hub takes a room full of
+    /// a further incoming one takes the place of the longest-waiting pending incoming connection of the busiest
+    /// peer address (see ``maxPendingEndpointsPerSource``). Default: 128, as many as ``maxEndpoints``, so a hub takes a room full of
     /// devices that all ask at once (Google's engine has no such limit; here it still bounds handshakes in flight
     /// when ``maxEndpoints`` is raised).
     public var maxPendingEndpoints: Int = 128
+    /// The most pending incoming connections from one peer address (a TCP peer's IP, a BLE address); a further one
+    /// from it takes the place of its own longest-waiting one. Default: 128 (a hub's spokes may all come from one
+    /// address behind a NAT). Whatever its value,
+    /// a full table never locks a newcomer out: it takes the place of the longest-waiting pending incoming
+    /// connection of the address that holds the most.
+    public var maxPendingEndpointsPerSource: Int = 128
     /// How long a connection may wait for both sides' accept or reject before it is rejected. Default: 60 s.
     public var pendingDecisionTimeout: Duration = .seconds(60)
     /// The keep-alive timeout a peer may ask for is clamped into this range. Default: 1 s to 300 s.

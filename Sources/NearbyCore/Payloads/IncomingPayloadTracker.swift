@@ -14,7 +14,10 @@ import NearbyWire
 /// ``ResourceLimits/maxConcurrentIncomingPayloads`` payloads may be open at once (one more is a violation). FILE and
 /// STREAM payloads, of known size or not (−1), share ``ResourceLimits/maxReceivedBytesPerConnection``: a payload
 /// whose announced size does not fit in what is left fails at its header, and one whose bytes cross it fails there;
-/// either way the peer gets PAYLOAD_ERROR and the endpoint stays up.
+/// either way the peer gets PAYLOAD_ERROR and the endpoint stays up. BYTES payloads reserve their announced size
+/// against ``ResourceLimits/maxBufferedBytesPerEndpoint`` and the engine's shared ``BufferedBytesBudget``
+/// (``ResourceLimits/maxBufferedBytes``) from their first chunk until they end; one that does not fit fails the same
+/// way, before anything of it is buffered.
 package struct IncomingPayloadTracker: Sendable {
     /// Something the I/O layer must do.
     package enum Action: Sendable {
@@ -53,6 +56,8 @@ package struct IncomingPayloadTracker: Sendable {
         var received: Int64
         var bytes: [UInt8] = []
         var cancelRequested = false
+        /// Bytes reserved for a BYTES payload's buffer.
+        var reserved: Int64 = 0
     }
 
     private var entries: [PayloadID: Entry] = [:]
@@ -60,10 +65,28 @@ package struct IncomingPayloadTracker: Sendable {
     private let limits: ResourceLimits
     /// FILE and STREAM bytes received on this connection so far.
     package private(set) var receivedBytes: Int64 = 0
+    /// Bytes reserved by the open BYTES payloads of this connection.
+    package private(set) var bufferedBytes: Int64 = 0
+    private let budget: BufferedBytesBudget?
 
-    /// Creates an empty tracker enforcing `limits`.
-    package init(limits: ResourceLimits = .init()) {
+    /// Creates an empty tracker enforcing `limits`, reserving BYTES buffers in `budget` (shared by an engine's
+    /// endpoints) too when there is one.
+    package init(limits: ResourceLimits = .init(), budget: BufferedBytesBudget? = nil) {
         self.limits = limits
+        self.budget = budget
+    }
+
+    /// Gives back every reservation (the connection is gone); idempotent.
+    package mutating func releaseBuffers() {
+        budget?.release(bufferedBytes)
+        bufferedBytes = 0
+        for id in entries.keys { entries[id]?.reserved = 0 }
+    }
+
+    private mutating func release(_ entry: Entry) {
+        guard entry.reserved > 0 else { return }
+        bufferedBytes -= entry.reserved
+        budget?.release(entry.reserved)
     }
 
     /// IDs of payloads still arriving.
@@ -94,6 +117,7 @@ package struct IncomingPayloadTracker: Sendable {
     /// Writing a payload locally failed: tell the peer, drop it, report the failure.
     package mutating func failLocally(_ id: PayloadID) -> [Action] {
         guard let entry = entries.removeValue(forKey: id) else { return [] }
+        release(entry)
         finished.insert(id)
         return [
             .sendControl(OfflineFrames.payloadControl(header: entry.header, event: .payloadError, offset: entry.received)),
@@ -108,6 +132,7 @@ package struct IncomingPayloadTracker: Sendable {
             actions.append(.discard(id, entry.kind))
             actions.append(.update(update(id, entry, .failure)))
         }
+        releaseBuffers()
         entries.removeAll()
         return actions
     }
@@ -128,6 +153,7 @@ package struct IncomingPayloadTracker: Sendable {
         }
         if entry.cancelRequested {
             entries[id] = nil
+            release(entry)
             finished.insert(id)
             return [
                 .sendControl(OfflineFrames.payloadControl(header: entry.header, event: .payloadCanceled, offset: entry.received)),
@@ -162,6 +188,13 @@ package struct IncomingPayloadTracker: Sendable {
             return [.violation(NearbyError(.invalidFrame, "\(kind) payload \(id) has a bad size \(header.totalSize)"))]
         }
         var entry = Entry(kind: kind, header: header, received: 0)
+        if kind == .bytes, let refusal = reserveBuffer(for: &entry, id: id) {
+            finished.insert(id)
+            return [
+                .sendControl(OfflineFrames.payloadControl(header: header, event: .payloadError, offset: 0)),
+                .update(update(id, entry, .failure)), .limitExceeded(id, refusal),
+            ]
+        }
         if kind != .bytes && header.totalSize > remainingBudget {
             finished.insert(id)
             return [
@@ -218,6 +251,7 @@ package struct IncomingPayloadTracker: Sendable {
         }
         if isLast {
             entries[id] = nil
+            release(entry)
             finished.insert(id)
             if total >= 0 && entry.received != total {
                 actions.append(.discard(id, entry.kind))
@@ -247,9 +281,31 @@ package struct IncomingPayloadTracker: Sendable {
             return finished.contains(id) ? [] : [.outgoingControl(id, control.event)]
         }
         entries[id] = nil
+        release(entry)
         finished.insert(id)
         let status: TransferStatus = control.event == .payloadCanceled ? .canceled : .failure
         return [.discard(id, entry.kind), .update(update(id, entry, status))]
+    }
+
+    /// Reserves the announced size of a BYTES payload for this endpoint and in the engine's budget; the error when
+    /// it does not fit (nothing is then reserved).
+    private mutating func reserveBuffer(for entry: inout Entry, id: PayloadID) -> NearbyError? {
+        let size = entry.header.totalSize
+        if bufferedBytes + size > limits.maxBufferedBytesPerEndpoint {
+            return NearbyError(
+                .limitExceeded,
+                "bytes payload \(id) of \(size) bytes does not fit: \(bufferedBytes) bytes are buffered for this "
+                    + "endpoint, the limit is \(limits.maxBufferedBytesPerEndpoint)")
+        }
+        if let budget, !budget.reserve(size) {
+            return NearbyError(
+                .limitExceeded,
+                "bytes payload \(id) of \(size) bytes does not fit: \(budget.reservedBytes) bytes are buffered for all "
+                    + "endpoints, the limit is \(budget.limit)")
+        }
+        bufferedBytes += size
+        entry.reserved = size
+        return nil
     }
 
     /// What is left of the per-connection budget, less what open payloads of known size still announced.

@@ -25,11 +25,17 @@ package struct BeaconTracker: Sendable {
     private var tracker: FoundLostTracker<Key, Key>
     private var latest: [Key: Beacon] = [:]
 
-    /// Creates a tracker.
-    package init(strategy: BeaconStrategy) {
+    /// Creates a tracker holding at most `maxBeacons` beacons: reports of further beacons are ignored (counted in
+    /// ``ignoredReports``) until one is lost, so a flood of spoofed addresses costs bounded memory and timers.
+    package init(strategy: BeaconStrategy, maxBeacons: Int = SubscriptionLimits().maxTrackedBeacons) {
         self.strategy = strategy
-        tracker = FoundLostTracker(lostAfter: strategy.lostAfter)
+        tracker = FoundLostTracker(lostAfter: strategy.lostAfter, maxSources: maxBeacons, maxItems: maxBeacons)
     }
+
+    /// How many beacons are tracked.
+    package var trackedCount: Int { tracker.sourceCount }
+    /// Beacon sightings ignored because the tracker was full.
+    package var ignoredReports: Int { tracker.ignoredSightings }
 
     /// A report arrived at `now`.
     package mutating func receive(_ report: AdvertisingReport, now: Duration) -> [Action] {
@@ -37,6 +43,10 @@ package struct BeaconTracker: Sendable {
         for frame in BeaconDecoder.decode(report.data) where strategy.includes(frame) {
             let beacon = Beacon(frame: frame, address: report.address, rssi: report.rssi)
             let key = Key(address: report.address, message: frame.message)
+            guard tracker.hasRoom(for: key) else {
+                _ = tracker.refresh(key, key, now: now)  // counted as ignored
+                continue
+            }
             latest[key] = beacon
             actions += map(tracker.refresh(key, key, now: now))
         }

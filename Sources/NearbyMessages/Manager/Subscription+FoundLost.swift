@@ -11,6 +11,7 @@ extension Subscription {
         _ step: (inout State, Duration) -> [FoundLostTracker<String, Message>.Action]
     ) {
         state.withLock { state, outbox in
+            let ignored = state.messages.ignoredSightings
             let events = step(&state, clock.now).compactMap { action -> MessageEvent? in
                 switch action {
                 case .found(let message): return MessageEvent(kind: .found, message: message)
@@ -20,8 +21,32 @@ extension Subscription {
                 }
                 return nil
             }
+            if events.contains(where: { $0.kind == .lost }) { state.atLimit = false }
+            if state.messages.ignoredSightings > ignored, Self.enterLimitEpisode(&state) {
+                outbox.post { [self] in logLimitReached() }
+            }
             post(events, after: &state, to: &outbox)
         }
+    }
+
+    /// A sighting was turned away before it reached the tracker (a fetch not started for lack of room).
+    func noteLimitReached() {
+        if state.withLock({ Self.enterLimitEpisode(&$0) }) { logLimitReached() }
+    }
+
+    /// Starts an episode of sightings turned away; whether it is a new one (to be logged).
+    private static func enterLimitEpisode(_ state: inout State) -> Bool {
+        defer { state.atLimit = true }
+        return !state.atLimit
+    }
+
+    private func logLimitReached() {
+        let limits = options.limits
+        logger.warning(
+            "a subscription is at its limits: further messages are ignored until some are lost",
+            metadata: [
+                "max_found_messages": "\(limits.maxFoundMessages)", "max_publishers": "\(limits.maxPublishers)",
+            ])
     }
 
     /// One step of the beacon tracker, as ``messageStep(_:)``; beacons the filter excludes are not delivered.

@@ -29,7 +29,7 @@ public final class Subscription: AsyncSequence, Sendable {
     /// The options.
     public let options: SubscribeOptions
 
-    private let logger: Logger
+    let logger: Logger
     private let onFound: (@Sendable (Message) -> Void)?
     private let onLost: (@Sendable (Message) -> Void)?
     private let fanOut = EventFanOut()
@@ -53,8 +53,8 @@ public final class Subscription: AsyncSequence, Sendable {
         var fetching: [String: (descriptor: MessageDescriptor, attempts: Int)] = [:]
         /// The endpoint being fetched from: one connection at a time (the point-to-point strategy allows no more).
         var activeFetch: String?
-        /// Large messages already fetched, by descriptor.
-        var fetched: [MessageDescriptor: Message] = [:]
+        /// Large messages already fetched, by descriptor (at most `SubscriptionLimits.maxCachedMessages`).
+        var fetched: FetchedMessageCache
         var stopped = false
         /// One timer per gone publisher and per beacon, while its grace period runs.
         var timers = KeyedTimers<TimerKey>()
@@ -62,6 +62,9 @@ public final class Subscription: AsyncSequence, Sendable {
         var timerWork: [@Sendable () -> Void] = []
         /// The audio rule's gate and timers, when the subscription's only medium is audio (Subscription+Audio.swift).
         var audio: AudioScanState?
+        /// Whether sightings are being turned away at a limit (``SubscriptionLimits``), so it is logged once per
+        /// episode; a loss ends the episode.
+        var atLimit = false
     }
 
     /// What a timer is for.
@@ -82,8 +85,12 @@ public final class Subscription: AsyncSequence, Sendable {
         self.logger = owner.logger
         self.onFound = onFound
         self.onLost = onLost
+        let limits = options.limits
         state = LockedOutbox(State(
-            messages: FoundLostTracker(lostAfter: options.lostAfter), beacons: BeaconTracker(strategy: options.beaconStrategy)))
+            messages: FoundLostTracker(
+                lostAfter: options.lostAfter, maxSources: limits.maxPublishers, maxItems: limits.maxFoundMessages),
+            beacons: BeaconTracker(strategy: options.beaconStrategy, maxBeacons: limits.maxTrackedBeacons),
+            fetched: FetchedMessageCache(capacity: limits.maxCachedMessages)))
     }
 
     /// A new listener: first a `found` event for every message found and not yet lost, then every event from now
@@ -243,15 +250,20 @@ public final class Subscription: AsyncSequence, Sendable {
                 present(id, message)
             case .descriptor(let descriptor):
                 guard options.filter.matches(namespace: descriptor.namespace, type: descriptor.type) else { return }
-                let cached = state.withLock { state -> Message? in
-                    if let message = state.fetched[descriptor] { return message }
+                let cached = state.withLock { state -> Message?? in
+                    if let message = state.fetched.message(for: descriptor) { return message }
+                    // A fetch only when its message could be taken: a flood of descriptors beyond the limits
+                    // costs no connection.
+                    guard state.messages.hasRoom(for: id), state.fetching.count < options.limits.maxPublishers else {
+                        return .some(nil)
+                    }
                     state.fetching[id] = (descriptor, 0)
                     return nil
                 }
-                if let cached {
-                    present(id, cached)
-                } else {
-                    await pumpFetches(discoverer)
+                switch cached {
+                case .some(.some(let message)): present(id, message)
+                case .some(.none): noteLimitReached()
+                case .none: await pumpFetches(discoverer)
                 }
             case .fetchRequest:
                 return
@@ -284,7 +296,7 @@ public final class Subscription: AsyncSequence, Sendable {
             }
             state.withLock { state in
                 state.fetching[id] = nil
-                state.fetched[pending.descriptor] = message
+                state.fetched.store(message, for: pending.descriptor)
                 if state.activeFetch == id { state.activeFetch = nil }
             }
             logger.debug("fetched a message", metadata: ["endpoint": "\(id)", "bytes": "\(message.content.count)"])

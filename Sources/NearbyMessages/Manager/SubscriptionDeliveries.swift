@@ -52,12 +52,15 @@ final class SubscriptionDeliveries: Sendable {
                 if filter.matches(namespace: message.namespace, type: message.type) { present(id, message, subscription) }
                 try? await manager.reject(id)
             case .descriptor(let descriptor)? where filter.matches(namespace: descriptor.namespace, type: descriptor.type):
-                if let cached = subscription.state.withLock({ $0.fetched[descriptor] }) {
+                if let cached = subscription.state.withLock({ $0.fetched.message(for: descriptor) }) {
                     present(id, cached, subscription)
                     try? await manager.reject(id)
-                } else {
+                } else if subscription.state.withLock({ $0.messages.hasRoom(for: Self.source(id)) }) {
                     state.withLock { $0.pending[id] = descriptor }
                     try? await manager.accept(id)
+                } else {
+                    subscription.noteLimitReached()
+                    try? await manager.reject(id)
                 }
             default:
                 try? await manager.reject(id)
@@ -66,7 +69,7 @@ final class SubscriptionDeliveries: Sendable {
         case .bytesReceived(let id, _, let data):
             guard let descriptor = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return false }
             if case .message(let message)? = try? MessageEnvelope.decode(data), descriptor.describes(message) {
-                subscription.state.withLock { $0.fetched[descriptor] = message }
+                subscription.state.withLock { $0.fetched.store(message, for: descriptor) }
                 present(id, message, subscription)
             } else {
                 logger.warning("a delivered message does not match its descriptor", metadata: ["endpoint": "\(id)"])

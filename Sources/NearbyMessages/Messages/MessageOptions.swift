@@ -177,6 +177,9 @@ public struct SubscribeOptions: Sendable {
         set { strategy.mode = newValue }
     }
 
+    /// How many messages, publishers and beacons the subscription holds at most (``SubscriptionLimits``).
+    public var limits = SubscriptionLimits()
+
     /// How long a delivered message stays found without a new delivery (publications deliver again every 5 s).
     package var deliveryLifetime: Duration = .seconds(15)
 }

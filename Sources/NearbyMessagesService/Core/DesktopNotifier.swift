@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NearbyConnections
 import NearbyMessages
 import NearbyWire
 
@@ -74,16 +75,25 @@ public struct DesktopNotifier: ServiceNotifier {
     }
 
     /// The summary and body of the notification for `event`: "Nearby message found" (or "lost") and the message
-    /// text (or its size), at most 200 characters, prefixed with `[namespace/type]` when they are not empty, with
-    /// the markup characters the notification spec interprets escaped.
+    /// text (or its size), at most 200 characters, prefixed with `[namespace/type]` when they are not empty (each
+    /// at most 64 characters), with every control character, bidirectional control and line or paragraph
+    /// separator (`PeerText`'s unsafe scalars, which could reorder or break what is shown) made a space, and the
+    /// markup characters the notification spec interprets escaped.
     public static func texts(for event: ServiceEvent) -> (summary: String, body: String) {
         let summary = event.kind == .lost ? "Nearby message lost" : "Nearby message found"
         var text = event.message.isEmpty && event.size > 0 ? "\(event.size) bytes" : event.message
         if text.count > 200 { text = String(text.prefix(199)) + "…" }
-        text = String(text.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : Character($0) })
-        let label = [event.namespace, event.type].filter { !$0.isEmpty }.joined(separator: "/")
+        let label = [event.namespace, event.type].filter { !$0.isEmpty }.map { String($0.prefix(64)) }
+            .joined(separator: "/")
         let body = (label.isEmpty ? "" : "[\(label)] ") + text
-        return (summary, escapeMarkup(body))
+        return (summary, escapeMarkup(spacingUnsafeScalars(body)))
+    }
+
+    /// `text` with every scalar `PeerText` finds unsafe (and every other control character) made a space.
+    static func spacingUnsafeScalars(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.map { scalar in
+            PeerText.isUnsafe(scalar) || scalar.properties.generalCategory == .control ? " " : scalar
+        }))
     }
 
     static func escapeMarkup(_ text: String) -> String {

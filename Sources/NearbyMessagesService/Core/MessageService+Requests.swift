@@ -39,37 +39,77 @@ extension MessageService {
             await stop(handle, reason: .unsubscribed)
             return ServiceResponse(id: request.id, handle: handle)
         case .watch:
-            return try watch(request, from: client)
+            return try await watch(request, from: client)
         }
     }
 
     /// Makes `client` follow every subscription (or `request.handle`, in addition to those it already follows),
     /// first sending it what they have found.
-    private func watch(_ request: ServiceRequest, from client: ClientID) throws(NearbyError) -> ServiceResponse {
+    ///
+    /// What they have found may be many large messages, so it is sent one event at a time, each once the client's
+    /// output has room (``connect(_:waitForRoom:)``); the subscriptions go on meanwhile. Until it has caught up the
+    /// client does not follow them yet: each round sends the next found message not yet sent, and the last round,
+    /// with nothing left to send, reports lost what was sent and is no longer found, then starts following, all
+    /// without suspending, so nothing found or lost meanwhile is missed or reported twice.
+    private func watch(_ request: ServiceRequest, from client: ClientID) async throws(NearbyError) -> ServiceResponse {
         if let handle = request.handle, items[handle]?.entry.kind != .subscription {
             throw NearbyError(.invalidArgument, "no subscription named \(handle)")
         }
-        guard let sink = clients[client]?.sink else { throw NearbyError(.outOfOrderApiCall, "the client is not connected") }
-        if let handle = request.handle {
-            if clients[client]?.follows(handle) == true { return ServiceResponse(id: request.id) }
-            clients[client]?.watching.insert(handle)
-        } else {
-            if clients[client]?.watchingAll == true { return ServiceResponse(id: request.id) }
-            clients[client]?.watchingAll = true
+        guard let first = clients[client] else { throw NearbyError(.outOfOrderApiCall, "the client is not connected") }
+        if request.handle.map(first.follows) ?? first.watchingAll { return ServiceResponse(id: request.id) }
+        var sent: [String: Set<Message>] = [:]
+        while true {
+            if let waitForRoom = clients[client]?.waitForRoom { await waitForRoom() }
+            guard let sink = clients[client]?.sink else {
+                throw NearbyError(.outOfOrderApiCall, "the client is not connected")
+            }
+            if request.handle.map({ items[$0]?.entry.kind != .subscription }) == true {
+                throw NearbyError(.invalidArgument, "no subscription named \(request.handle ?? "")")
+            }
+            if let (handle, serviceID, message) = nextToReplay(request.handle, to: client, sent: sent) {
+                sink(ServiceEvent(.found, message, subscription: handle, serviceID: serviceID))
+                sent[handle, default: []].insert(message)
+                continue
+            }
+            for (handle, messages) in sent {
+                guard let item = items[handle], let found = item.subscription?.foundMessages else { continue }
+                for message in messages where !found.contains(message) {
+                    sink(ServiceEvent(.lost, message, subscription: handle, serviceID: item.entry.serviceID))
+                }
+            }
+            if let handle = request.handle {
+                clients[client]?.watching.insert(handle)
+            } else {
+                clients[client]?.watchingAll = true
+            }
+            return ServiceResponse(id: request.id)
         }
-        for handle in order where request.handle == nil || request.handle == handle {
-            guard let item = items[handle], let subscription = item.subscription, item.owner != client else { continue }
-            for message in subscription.foundMessages {
-                sink(ServiceEvent(.found, message, subscription: handle, serviceID: item.entry.serviceID))
+    }
+
+    /// The next found message of the subscriptions a `watch` follows that `client` was not sent yet.
+    private func nextToReplay(
+        _ only: String?, to client: ClientID, sent: [String: Set<Message>]
+    ) -> (handle: String, serviceID: String, message: Message)? {
+        for handle in order where only == nil || only == handle {
+            guard let item = items[handle], let subscription = item.subscription, item.owner != client,
+                clients[client]?.follows(handle) != true
+            else { continue }
+            let already = sent[handle] ?? []
+            if let message = subscription.foundMessages.first(where: { !already.contains($0) }) {
+                return (handle, item.entry.serviceID, message)
             }
         }
-        return ServiceResponse(id: request.id)
+        return nil
     }
 
     /// The entry a `publish` or `subscribe` request describes, checked.
     private func makeEntry(_ request: ServiceRequest) throws(NearbyError) -> ServiceEntry {
         guard let serviceID = request.serviceID, !serviceID.isEmpty else {
             throw NearbyError(.invalidArgument, "\(request.op) needs a service_id")
+        }
+        guard serviceID.utf8.count <= ServiceEntry.maximumServiceIDLength else {
+            throw NearbyError(
+                .invalidArgument, "a service_id has at most \(ServiceEntry.maximumServiceIDLength) bytes, got \(serviceID.utf8.count)")
         }
         if let ttl = request.ttl, !(ttl > 0 && ttl <= 86_400 * 365) {
             throw NearbyError(.invalidArgument, "ttl must be a positive number of seconds, got \(ttl)")

@@ -44,6 +44,8 @@ public actor MessageService {
     /// A connected client: where its events go and what it watches.
     struct Client {
         var sink: EventSink
+        /// Waits until the client's output has room for another event line (``connect(_:waitForRoom:)``).
+        var waitForRoom: (@Sendable () async -> Void)?
         /// Whether it watches every subscription.
         var watchingAll = false
         /// The subscriptions it watches beyond its own.
@@ -58,6 +60,9 @@ public actor MessageService {
     let notifier: (any ServiceNotifier)?
     let logger: Logger
     let now: @Sendable () -> Date
+    /// What the service takes at most.
+    public nonisolated let limits: ServiceLimits
+    var notifications: NotificationRateLimit
     var managers: [String: MessageManager] = [:]
     var items: [String: Item] = [:]
     /// Handles in the order they were made, for `list`.
@@ -74,11 +79,13 @@ public actor MessageService {
     ///   - stateFile: Where background publications and subscriptions are saved; `nil` keeps them in memory only.
     ///   - notifier: Shows found/lost messages (``DesktopNotifier``); `nil` shows nothing.
     ///   - logger: The logger.
-    ///   - now: The wall clock TTLs are saved against (they must survive a restart); injectable for tests.
+    ///   - now: The wall clock TTLs are saved against (they must survive a restart) and notifications are
+    ///     rate-limited on; injectable for tests.
+    ///   - limits: What the service takes at most (``ServiceLimits``).
     public init(
         managerFactory: @escaping ManagerFactory, strategy: MessageStrategy = .default, stateFile: ServiceStateFile? = nil,
         notifier: (any ServiceNotifier)? = nil, logger: Logger = Logger(label: "nearby.service"),
-        now: @escaping @Sendable () -> Date = { Date() }
+        now: @escaping @Sendable () -> Date = { Date() }, limits: ServiceLimits = ServiceLimits()
     ) {
         self.managerFactory = managerFactory
         self.strategy = strategy
@@ -86,15 +93,28 @@ public actor MessageService {
         self.notifier = notifier
         self.logger = logger
         self.now = now
+        self.limits = limits
+        notifications = NotificationRateLimit(burst: limits.notificationBurst, interval: limits.notificationInterval)
     }
 
     // MARK: - Clients
 
     /// Registers a client whose events go to `sink`; pass the ID to ``handle(_:from:)`` and ``disconnect(_:)``.
     public func connect(_ sink: @escaping EventSink) -> ClientID {
+        register(Client(sink: sink))
+    }
+
+    /// Registers a client whose events go to `sink`, and whose output can say when it has room: what a `watch`
+    /// sends first (what the subscriptions have found, possibly many large messages) waits on `waitForRoom`
+    /// before each event, so it never floods the client's output.
+    public func connect(_ sink: @escaping EventSink, waitForRoom: @escaping @Sendable () async -> Void) -> ClientID {
+        register(Client(sink: sink, waitForRoom: waitForRoom))
+    }
+
+    private func register(_ client: Client) -> ClientID {
         nextClient += 1
         let id = ClientID(value: nextClient)
-        clients[id] = Client(sink: sink)
+        clients[id] = client
         logger.debug("client connected", metadata: ["client": "\(id)"])
         return id
     }
@@ -125,6 +145,7 @@ public actor MessageService {
             let loaded = try stateFile.load()
             if let problem = loaded.problem { problems.append(problem) }
             saved = loaded.state
+            if loaded.droppedEntries > 0, let error = persist() { problems.append(error) }
         } catch {
             problems.append(error)
             return problems
@@ -164,6 +185,13 @@ public actor MessageService {
 
     /// Starts the publication or subscription `entry` describes, for `owner`.
     func start(_ entry: ServiceEntry, owner: ClientID?) async throws(NearbyError) {
+        guard items[entry.handle] == nil else {
+            throw NearbyError(.invalidArgument, "\(entry.handle) is already running")
+        }
+        guard items.count < limits.maxItems else {
+            throw NearbyError(
+                .limitExceeded, "the service runs \(items.count) publications and subscriptions, its limit")
+        }
         let manager = try manager(for: entry.serviceID)
         let ttl = entry.expiresAt.map { Duration.milliseconds(Int64(max(1, $0.timeIntervalSince(now()) * 1000))) }
         let handle = entry.handle
@@ -190,6 +218,7 @@ public actor MessageService {
                 }
             }
         } catch {
+            releaseUnusedManager(entry.serviceID)
             throw (error as? NearbyError) ?? NearbyError(.unknown, "\(error)", cause: error)
         }
         items[handle] = item
@@ -206,6 +235,7 @@ public actor MessageService {
         let item = items.removeValue(forKey: handle)
         order.removeAll { $0 == handle }
         for id in clients.keys { clients[id]?.watching.remove(handle) }
+        if let item { releaseUnusedManager(item.entry.serviceID) }
         await cancel(item)
         if saved.remove(handle), let error = persist() {
             logger.warning("cannot save the state", metadata: ["error": "\(error)"])
@@ -226,6 +256,9 @@ public actor MessageService {
     /// The manager of `serviceID`, made on first use.
     private func manager(for serviceID: String) throws(NearbyError) -> MessageManager {
         if let manager = managers[serviceID] { return manager }
+        guard managers.count < limits.maxServiceIDs else {
+            throw NearbyError(.limitExceeded, "the service uses \(managers.count) service IDs, its limit")
+        }
         do {
             let manager = try managerFactory(serviceID)
             managers[serviceID] = manager
@@ -234,6 +267,15 @@ public actor MessageService {
             throw (error as? NearbyError) ?? NearbyError(.unknown, "cannot make a manager for \(serviceID)", cause: error)
         }
     }
+
+    /// Forgets the manager of `serviceID` when no item uses it any more.
+    private func releaseUnusedManager(_ serviceID: String) {
+        guard !items.values.contains(where: { $0.entry.serviceID == serviceID }) else { return }
+        managers[serviceID] = nil
+    }
+
+    /// The service IDs with a manager (tests check that they are released).
+    var serviceIDsInUse: Set<String> { Set(managers.keys) }
 
     /// Writes the saved state; returns the error instead of throwing it.
     func persist() -> NearbyError? {
@@ -248,16 +290,32 @@ public actor MessageService {
 
     // MARK: - Events
 
-    /// Sends a subscription's event to its owner, to the clients watching it, and to the notifier.
-    func deliver(_ event: MessageEvent, from handle: String) {
+    /// Sends a subscription's event to its owner, to the clients watching it, and to the notifier: first it waits
+    /// until each of those clients has room for it (``connect(_:waitForRoom:)``; the subscription's later events wait
+    /// meanwhile in its stream), so a burst of large events never overflows a client that reads.
+    func deliver(_ event: MessageEvent, from handle: String) async {
+        guard let owner = items[handle].map(\.owner) else { return }
+        for (id, client) in clients where id == owner || client.follows(handle) {
+            await client.waitForRoom?()
+        }
+        forward(event, from: handle)
+    }
+
+    /// ``deliver(_:from:)`` without waiting for room.
+    private func forward(_ event: MessageEvent, from handle: String) {
         guard let item = items[handle] else { return }
         let serviceEvent = ServiceEvent(event.kind, event.message, subscription: handle, serviceID: item.entry.serviceID)
         send(serviceEvent, for: item, handle)
-        notifier?.notify(serviceEvent)
+        guard let notifier else { return }
+        let dropped = notifications.dropped
+        if notifications.admit(now: now().timeIntervalSinceReferenceDate) {
+            if dropped > 0 { logger.notice("desktop notifications were dropped (rate limit)", metadata: ["dropped": "\(dropped)"]) }
+            notifier.notify(serviceEvent)
+        }
     }
 
     /// Sends `event` to the clients following subscription `handle`: its owner and its watchers.
-    private func send(_ event: ServiceEvent, for item: Item, _ handle: String) {
+    func send(_ event: ServiceEvent, for item: Item, _ handle: String) {
         for (id, client) in clients where id == item.owner || client.follows(handle) {
             client.sink(event)
         }

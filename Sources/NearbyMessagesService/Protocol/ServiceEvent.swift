@@ -94,8 +94,14 @@ public enum ServiceReply: Sendable, Hashable {
 
 /// Encodes and decodes the protocol's lines: compact JSON with sorted keys, one object per line, dates as ISO 8601.
 public enum ServiceCodec {
-    /// The longest line either side accepts, in bytes (a 100 KiB message is 200 KiB of hex).
+    /// The longest request line the service accepts, in bytes (a 100 KiB message is 200 KiB of hex).
     public static let maximumLineLength = 512 * 1024
+    /// The longest event line the service sends, in bytes: a message of 100 KiB whose every byte JSON escapes as
+    /// `\u00XX` (6 bytes, and 2 more of hex), with labels of 255 such bytes each, is about 803 KiB, well below.
+    public static let maximumEventLineLength = 1024 * 1024
+    /// The longest line a client accepts, in bytes: a `list` response of ``ServiceLimits/maxItems`` (64)
+    /// publications of 100 KiB is about 13 MiB.
+    public static let maximumReplyLineLength = 16 * 1024 * 1024
 
     /// `value` as one line of JSON, without the newline.
     public static func encode(_ value: some Encodable) throws -> String {

@@ -4,6 +4,10 @@ import NIOPosix
 import NearbyCore
 import NearbyWire
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A connection to a running service (`nearby service`): send requests, read the events of its subscriptions.
 /// This is the protocol level; ``ServiceMessageManager`` is the `MessageManager`-like API built on it.
 ///
@@ -43,8 +47,10 @@ public final class MessageServiceClient: Sendable {
         (events, eventSink) = AsyncStream<ServiceEvent>.makeStream()
     }
 
-    /// Connects to the service listening on `socketPath`.
-    /// - Throws: `NearbyError` `.mediumUnavailable` when nothing listens there.
+    /// Connects to the service listening on `socketPath`; only a service of this user is used (`SO_PEERCRED`), so
+    /// another local user's socket in its place gets nothing.
+    /// - Throws: `NearbyError` `.mediumUnavailable` when nothing listens there, `.authenticationFailed` when the
+    ///   process listening there is another user's.
     public static func connect(
         socketPath: URL, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws(NearbyError) -> MessageServiceClient {
@@ -52,7 +58,8 @@ public final class MessageServiceClient: Sendable {
         do {
             channel = try await ClientBootstrap(group: group).connect(unixDomainSocketPath: socketPath.path) { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(JSONLineDecoder()))
+                    try channel.pipeline.syncOperations.addHandler(
+                        ByteToMessageHandler(JSONLineDecoder(maximumLength: ServiceCodec.maximumReplyLineLength)))
                     return try NIOAsyncChannel<[UInt8], ByteBuffer>(wrappingChannelSynchronously: channel)
                 }
             }
@@ -60,6 +67,14 @@ public final class MessageServiceClient: Sendable {
             throw NearbyError(
                 .mediumUnavailable, "no nearby service answers on \(socketPath.path) (start it with `nearby service`)",
                 cause: error)
+        }
+        let (same, uid) = await PeerCredentials.isSameUser(channel.channel)
+        guard same else {
+            try? await channel.channel.close()
+            throw NearbyError(
+                .authenticationFailed,
+                "the service on \(socketPath.path) runs as uid \(uid.map { "\($0)" } ?? "unknown"), not as this user "
+                    + "(uid \(geteuid())); not using it")
         }
         let client = MessageServiceClient()
         // Owner: this client; `close()` cancels and awaits it (it ends when the connection closes).

@@ -44,6 +44,11 @@ public final class MessageServiceServer: Sendable {
     /// Listens on `socketPath` (its directory is made with mode 0700, the socket gets mode 0600). A stale socket
     /// file (nobody answers on it) is replaced.
     ///
+    /// The directory must be this user's and writable by nobody else, in a chain of directories only this user or
+    /// root can change: a directory another local user made first (say `/tmp/nearby-UID`
+    /// with mode 0777) is refused, since that user could swap the socket. Connections from other users are closed
+    /// at once (`SO_PEERCRED`), whatever the socket's mode.
+    ///
     /// - Parameters:
     ///   - socketPath: Where to listen.
     ///   - service: The service the connections are clients of.
@@ -52,16 +57,14 @@ public final class MessageServiceServer: Sendable {
     ///   - logger: The logger.
     ///   - group: The event loops.
     /// - Throws: `NearbyError` `.invalidArgument` when another service answers on the path, the path is not a
-    ///   socket, or it cannot be bound.
+    ///   socket, its directory is not safe (see above), or it cannot be bound.
     public static func bind(
         socketPath: URL, service: MessageService, outputLimit: Int = defaultOutputLimit,
         logger: Logger = Logger(label: "nearby.service"), group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws(NearbyError) -> MessageServiceServer {
         let path = socketPath.path
         do {
-            try FileManager.default.createDirectory(
-                at: socketPath.deletingLastPathComponent(), withIntermediateDirectories: true,
-                attributes: [.posixPermissions: 0o700])
+            try ServiceSocketDirectory.prepare(socketPath.deletingLastPathComponent())
             try await removeStaleSocket(at: path, group: group)
             let listener = try await ServerBootstrap(group: group)
                 .serverChannelOption(ChannelOptions.backlog, value: 64)
@@ -109,17 +112,32 @@ public final class MessageServiceServer: Sendable {
 
     private func serve(_ connection: NIOAsyncChannel<[UInt8], ByteBuffer>) async {
         let key = ObjectIdentifier(connection.channel)
-        connections.withLock { $0[key] = connection.channel }
+        let open = connections.withLock { connections in
+            connections[key] = connection.channel
+            return connections.count
+        }
         defer { connections.withLock { $0[key] = nil } }
+        if let refusal = await refusal(of: connection.channel, open: open) {
+            logger.notice("refusing a client", metadata: ["reason": "\(refusal.message)"])
+            try? await connection.executeThenClose { _, outbound in
+                let line = try ServiceCodec.encode(ServiceReply.response(.failure(nil, ServiceFailure(
+                    code: refusal.code.rawValue, message: refusal.message))))
+                try await outbound.write(ByteBuffer(string: line + "\n"))
+            }
+            return
+        }
         let (lines, queue) = AsyncStream<String>.makeStream()
         let output = ClientOutput(limit: outputLimit)
+        defer { output.close() }
         let logger = self.logger
         let channel = connection.channel
         let clientName = LockedValue("client")
         // Called by the service (for events) and by the reader (for responses); never waits for the client.
         let enqueue: @Sendable (ServiceReply) -> Void = { reply in
             guard let line = try? ServiceCodec.encode(reply) else { return }
-            switch output.add(line.utf8.count + 1) {
+            let kind: ClientOutput.Kind
+            if case .response = reply { kind = .response } else { kind = .event }
+            switch output.add(line.utf8.count + 1, kind: kind) {
             case .queued:
                 queue.yield(line + "\n")
             case .overflowed(let waiting):
@@ -127,12 +145,14 @@ public final class MessageServiceServer: Sendable {
                     "a client does not read what it is sent; disconnecting it",
                     metadata: ["client": "\(clientName.withLock { $0 })", "waiting_bytes": "\(waiting)"])
                 queue.finish()
+                output.close()
                 channel.close(promise: nil)
             case .closed:
                 break
             }
         }
-        let client = await service.connect { enqueue(.event($0)) }
+        let client = await service.connect(
+            { enqueue(.event($0)) }, waitForRoom: { await output.waitForRoom(atMost: ClientOutput.roomWait) })
         clientName.withLock { $0 = "\(client)" }
         let service = self.service
         do {
@@ -141,6 +161,8 @@ public final class MessageServiceServer: Sendable {
                     group.addTask {
                         defer { queue.finish() }
                         for try await line in inbound {
+                            // A client that sends requests without reading the responses is held back here.
+                            await output.waitForRoom()
                             let response: ServiceResponse
                             do throws(NearbyError) {
                                 let request = try ServiceCodec.decode(ServiceRequest.self, from: line)
@@ -171,6 +193,20 @@ public final class MessageServiceServer: Sendable {
         }
         queue.finish()
         await service.disconnect(client)
+    }
+
+    /// Why a new connection is not served: another user's, or one too many (``ServiceLimits/maxClients``).
+    private func refusal(of channel: any Channel, open: Int) async -> NearbyError? {
+        let (same, uid) = await PeerCredentials.isSameUser(channel)
+        if !same {
+            return NearbyError(
+                .authenticationFailed, "the service serves only its own user (uid \(geteuid())), not uid \(uid.map { "\($0)" } ?? "unknown")")
+        }
+        let limit = service.limits.maxClients
+        if open > limit {
+            return NearbyError(.limitExceeded, "the service has \(limit) clients, its limit")
+        }
+        return nil
     }
 
     /// The `id` of a line that is not a valid request, when it has one, so the client can match the error.

@@ -56,43 +56,100 @@ public struct ServiceStateFile: Sendable {
         self.url = url
     }
 
+    /// The largest state file read, in bytes: ``ServiceLimits/maxItems`` (64) publications of 100 KiB are about
+    /// 13 MiB.
+    public static let maximumSize = 16 * 1024 * 1024
+
     /// The outcome of ``load()``.
     public struct Loaded: Sendable {
-        /// The state read (empty when there was no file, or it was unreadable).
+        /// The state read (empty when there was no file, or it was unreadable); only valid entries, each handle once.
         public var state: ServiceState
-        /// Why the file could not be used, when it could not; it was then moved to ``movedAside``.
+        /// Why the file could not be used (or not all of it), when it could not; it was then moved (or copied) to
+        /// ``movedAside``.
         public var problem: NearbyError?
-        /// Where an unusable file was moved.
+        /// Where an unusable file was moved, or a file with unusable entries copied.
         public var movedAside: URL?
+        /// How many entries were dropped (invalid, or a handle seen before); the caller saves the state without
+        /// them.
+        public var droppedEntries = 0
     }
 
-    /// Reads the state. No file is an empty state. A file that is not a valid state (or of an unknown version) is
-    /// moved aside to `NAME.corrupt-TIMESTAMP` and reported in ``Loaded/problem`` (code `.malformedMessage`); the
-    /// state is then empty. Only a file that exists but cannot be read at all throws.
+    /// Reads the state. No file is an empty state. A file larger than ``maximumSize``, or that is not a valid state
+    /// (or of an unknown version), is moved aside to `NAME.corrupt-TIMESTAMP` and reported in ``Loaded/problem``
+    /// (code `.malformedMessage`); the state is then empty. Entries that do not pass ``ServiceEntry/validate()``,
+    /// and later entries with a handle already seen, are dropped and reported (the file is copied aside first); the
+    /// others are kept. Only a file that exists but cannot be read at all throws.
     /// - Throws: `NearbyError` with code `.invalidArgument` when the file cannot be read.
     public func load() throws(NearbyError) -> Loaded {
         guard FileManager.default.fileExists(atPath: url.path) else { return Loaded(state: ServiceState()) }
-        let data: Data
-        do {
-            data = try Data(contentsOf: url)
-        } catch {
-            throw NearbyError(.invalidArgument, "cannot read the state file \(url.path): \(error.localizedDescription)")
+        guard let data = try Self.read(url.path, atMost: Self.maximumSize) else {
+            return moveAside(NearbyError(.malformedMessage, "it is larger than \(Self.maximumSize) bytes"))
         }
+        let state: ServiceState
         do throws(NearbyError) {
-            let state = try ServiceCodec.decode(ServiceState.self, from: data)
+            state = try ServiceCodec.decode(ServiceState.self, from: data)
             guard state.version == ServiceState.currentVersion else {
                 throw NearbyError(.malformedMessage, "unknown state version \(state.version)")
             }
-            return Loaded(state: state)
         } catch {
-            let aside = url.deletingLastPathComponent().appendingPathComponent(
-                "\(url.lastPathComponent).corrupt-\(Int(Date().timeIntervalSince1970))-\(UUID().uuidString.prefix(4))")
-            let moved = rename(url.path, aside.path) == 0
-            let outcome = moved ? "moved it to \(aside.path) and started empty" : "started empty"
-            let problem = NearbyError(
-                .malformedMessage, "the state file \(url.path) is not valid (\(error.message)); \(outcome)")
-            return Loaded(state: ServiceState(), problem: problem, movedAside: moved ? aside : nil)
+            return moveAside(error)
         }
+        var kept = ServiceState()
+        var seen = Set<String>()
+        var reasons: [String] = []
+        for entry in state.entries {
+            do throws(NearbyError) {
+                try entry.validate()
+                guard seen.insert(entry.handle).inserted else {
+                    throw NearbyError(.malformedMessage, "\(entry.handle) appears twice")
+                }
+                kept.entries.append(entry)
+            } catch {
+                reasons.append(error.message)
+            }
+        }
+        guard !reasons.isEmpty else { return Loaded(state: kept) }
+        let aside = asideURL()
+        let copied = (try? FileManager.default.copyItem(at: url, to: aside)) != nil
+        let problem = NearbyError(
+            .malformedMessage,
+            "the state file \(url.path) has \(reasons.count) unusable entries (\(reasons.prefix(3).joined(separator: "; "))"
+                + "\(reasons.count > 3 ? "; …" : "")); dropped them\(copied ? ", the file was copied to \(aside.path)" : "")")
+        return Loaded(state: kept, problem: problem, movedAside: copied ? aside : nil, droppedEntries: reasons.count)
+    }
+
+    private func asideURL() -> URL {
+        url.deletingLastPathComponent().appendingPathComponent(
+            "\(url.lastPathComponent).corrupt-\(Int(Date().timeIntervalSince1970))-\(UUID().uuidString.prefix(4))")
+    }
+
+    private func moveAside(_ error: NearbyError) -> Loaded {
+        let aside = asideURL()
+        let moved = rename(url.path, aside.path) == 0
+        let outcome = moved ? "moved it to \(aside.path) and started empty" : "started empty"
+        let problem = NearbyError(.malformedMessage, "the state file \(url.path) is not valid (\(error.message)); \(outcome)")
+        return Loaded(state: ServiceState(), problem: problem, movedAside: moved ? aside : nil)
+    }
+
+    /// The bytes of the file at `path`, or `nil` when it has more than `limit`; never reads more than `limit` + 1.
+    private static func read(_ path: String, atMost limit: Int) throws(NearbyError) -> Data? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else {
+            throw NearbyError(.invalidArgument, "cannot read the state file \(path): errno \(errno)")
+        }
+        defer { close(fd) }
+        var bytes = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while bytes.count <= limit {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count == 0 { break }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw NearbyError(.invalidArgument, "cannot read the state file \(path): errno \(errno)")
+            }
+            bytes += chunk[..<count]
+        }
+        return bytes.count > limit ? nil : Data(bytes)
     }
 
     /// Writes `state`: to a temporary file beside the state file, flushed, then renamed over it, so a reader sees

@@ -58,11 +58,12 @@ final class AvahiBrowseSession: @unchecked Sendable {
             serviceType,
             nil,
             AvahiLookupFlags(rawValue: 0),
-            { browser, interface, ipProtocol, event, name, _, domain, _, userdata in
+            { browser, interface, ipProtocol, event, name, _, domain, flags, userdata in
                 guard let browser, let userdata else { return }
                 Unmanaged<AvahiBrowseSession>.fromOpaque(userdata).takeUnretainedValue().browserEvent(
                     browser, interface, ipProtocol, event,
-                    name.map { String(cString: $0) }, domain.map { String(cString: $0) }
+                    name.map { String(cString: $0) }, domain.map { String(cString: $0) },
+                    isLocal: flags.rawValue & AVAHI_LOOKUP_RESULT_LOCAL.rawValue != 0
                 )
             },
             Unmanaged.passUnretained(self).toOpaque()
@@ -127,7 +128,8 @@ final class AvahiBrowseSession: @unchecked Sendable {
         _ ipProtocol: AvahiProtocol,
         _ event: AvahiBrowserEvent,
         _ name: String?,
-        _ domain: String?
+        _ domain: String?,
+        isLocal: Bool
     ) {
         guard changed == browser else { return }
         switch event {
@@ -135,7 +137,7 @@ final class AvahiBrowseSession: @unchecked Sendable {
             guard let name, copyCount < Self.maximumCopies else { return }
             let key = AvahiServiceCopy.Key(interfaceIndex: interface, ipProtocol: ipProtocol, instanceName: name)
             guard instances[name]?[key] == nil else { return }
-            let copy = AvahiServiceCopy(key: key, domain: domain ?? "local", session: self)
+            let copy = AvahiServiceCopy(key: key, domain: domain ?? "local", isLocal: isLocal, session: self)
             instances[name, default: [:]][key] = copy
             copyCount += 1
             startResolver(for: copy)
@@ -266,6 +268,7 @@ final class AvahiBrowseSession: @unchecked Sendable {
         let resolutions = copies.values.compactMap(\.resolution)
         guard let latest = resolutions.max(by: { $0.sequence < $1.sequence }) else { return }
         var seen = Set<String>()
+        let local = Set(copies.values.filter(\.isLocal).compactMap(\.resolution?.address?.text))
         let addresses = resolutions.compactMap(\.address)
             .sorted { ($0.isIPv4 ? 0 : 1, $0.interfaceIndex, $0.text) < ($1.isIPv4 ? 0 : 1, $1.interfaceIndex, $1.text) }
             .filter { seen.insert($0.text).inserted }
@@ -277,7 +280,8 @@ final class AvahiBrowseSession: @unchecked Sendable {
             addresses: addresses.map(\.text),
             port: latest.port,
             txt: latest.txt,
-            interfaceIndex: first.interfaceIndex
+            interfaceIndex: first.interfaceIndex,
+            addressesFromLocalRecords: local.intersection(addresses.map(\.text))
         )
         if reported[name] != merged {
             reported[name] = merged

@@ -24,6 +24,9 @@ final class AvahiServiceCopy {
 
     let key: Key
     let domain: String
+    /// Whether the browser reported it as published by this host's own avahi-daemon (`AVAHI_LOOKUP_RESULT_LOCAL`):
+    /// by a process on this host, not by a device on the network.
+    let isLocal: Bool
     unowned let session: AvahiBrowseSession
     /// The live resolver. It stays open after it resolved so that TXT, port and address changes are reported.
     var resolver: OpaquePointer?
@@ -32,9 +35,10 @@ final class AvahiServiceCopy {
     var consecutiveFailures = 0
     var resolution: Resolution?
 
-    init(key: Key, domain: String, session: AvahiBrowseSession) {
+    init(key: Key, domain: String, isLocal: Bool, session: AvahiBrowseSession) {
         self.key = key
         self.domain = domain
+        self.isLocal = isLocal
         self.session = session
     }
 

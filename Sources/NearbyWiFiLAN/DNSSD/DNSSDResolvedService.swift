@@ -19,6 +19,10 @@ package struct DNSSDResolvedService: Sendable, Hashable {
     package var txt: [String: [UInt8]]
     /// The index of the network interface on which the first of ``addresses`` was resolved.
     package var interfaceIndex: Int32
+    /// Those of ``addresses`` that come from records this host's own mDNS daemon published (a process on this host
+    /// advertised them), as opposed to records heard from the network: only these may be loopback or this host's
+    /// own addresses (``DiscoveredAddressRules``).
+    package var addressesFromLocalRecords: Set<String>
 
     /// Creates a resolved service description.
     package init(
@@ -28,7 +32,8 @@ package struct DNSSDResolvedService: Sendable, Hashable {
         addresses: [String],
         port: UInt16,
         txt: [String: [UInt8]],
-        interfaceIndex: Int32
+        interfaceIndex: Int32,
+        addressesFromLocalRecords: Set<String> = []
     ) {
         self.instanceName = instanceName
         self.serviceType = serviceType
@@ -37,5 +42,6 @@ package struct DNSSDResolvedService: Sendable, Hashable {
         self.port = port
         self.txt = txt
         self.interfaceIndex = interfaceIndex
+        self.addressesFromLocalRecords = addressesFromLocalRecords
     }
 }

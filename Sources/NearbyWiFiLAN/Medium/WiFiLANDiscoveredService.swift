@@ -17,6 +17,8 @@ enum WiFiLANDiscoveredService {
         case badEndpointInfo(NearbyError)
         /// The service was resolved without an address or port.
         case noRoute
+        /// Every address the service was resolved to is one we must not connect to (``DiscoveredAddressRules``).
+        case refusedAddresses([String])
 
         var description: String {
             switch self {
@@ -26,6 +28,7 @@ enum WiFiLANDiscoveredService {
             case .missingEndpointInfo: "TXT record has no \"\(WifiLanTXTRecord.endpointInfoKey)\" key"
             case .badEndpointInfo(let error): "bad endpoint info in the TXT record: \(error.message)"
             case .noRoute: "resolved without an address or a port"
+            case .refusedAddresses(let reasons): "no address we may connect to: \(reasons.joined(separator: ", "))"
             }
         }
 
@@ -38,9 +41,10 @@ enum WiFiLANDiscoveredService {
         }
     }
 
-    /// The endpoint `service` advertises, if it belongs to `serviceID` with strategy `pcp`.
+    /// The endpoint `service` advertises, if it belongs to `serviceID` with strategy `pcp`, with a route to those of
+    /// its addresses `rules` accept.
     static func endpoint(
-        from service: DNSSDResolvedService, serviceID: String, pcp: PCP
+        from service: DNSSDResolvedService, serviceID: String, pcp: PCP, rules: DiscoveredAddressRules = .init()
     ) -> Result<DiscoveredEndpoint, Rejection> {
         let info: WifiLanServiceInfo
         do {
@@ -61,8 +65,16 @@ enum WiFiLANDiscoveredService {
             let nearbyError = error as? NearbyError ?? NearbyError(.invalidAdvertisement, "\(error)")
             return .failure(.badEndpointInfo(nearbyError))
         }
-        let hosts = ipv4First(service.addresses)
-        guard !hosts.isEmpty, service.port != 0 else { return .failure(.noRoute) }
+        guard !service.addresses.isEmpty, service.port != 0 else { return .failure(.noRoute) }
+        var refused: [String] = []
+        let accepted = service.addresses.filter { address in
+            let fromLocal = service.addressesFromLocalRecords.contains(address)
+            guard let reason = rules.refusal(address, fromLocalRecord: fromLocal) else { return true }
+            refused.append("\(address) (\(reason))")
+            return false
+        }
+        let hosts = ipv4First(accepted)
+        guard !hosts.isEmpty else { return .failure(.refusedAddresses(refused)) }
         return .success(
             DiscoveredEndpoint(
                 endpointID: info.endpointID.value,

@@ -117,7 +117,8 @@ package final class WiFiLANMedium: MediumDriver {
     ///
     /// Services whose instance name is not a Wi-Fi LAN service info, whose service-ID hash or strategy differ, or
     /// whose TXT record lacks a valid `n` key are skipped (and logged). Found endpoints carry a
-    /// `EndpointRoute.tcp(hosts:port:)` route with IPv4 addresses first; when their service
+    /// `EndpointRoute.tcp(hosts:port:)` route with IPv4 addresses first, holding only the addresses
+    /// ``DiscoveredAddressRules`` accept (a service left with none is skipped and logged); when their service
     /// disappears, `DiscoveryEvent.lost(endpointID:medium:)` follows.
     ///
     /// The stream finishes with the DNS-SD client's error (`.mediumUnavailable` when avahi-daemon is not running when
@@ -142,7 +143,8 @@ package final class WiFiLANMedium: MediumDriver {
                 for try await event in serviceDiscovery.browse(serviceType: serviceType) {
                     switch event {
                     case .found(let service):
-                        switch WiFiLANDiscoveredService.endpoint(from: service, serviceID: serviceID, pcp: pcp) {
+                        let rules = DiscoveredAddressRules.current()
+                        switch WiFiLANDiscoveredService.endpoint(from: service, serviceID: serviceID, pcp: pcp, rules: rules) {
                         case .success(let endpoint):
                             logger.debug(
                                 "found endpoint \(endpoint.endpointID)",

@@ -7,7 +7,7 @@ import NearbyWire
 /// whatever encrypted frames a test builds, however hostile. It never reads after the handshake.
 struct HostilePeer: Sendable {
     let client: RawTCPClient
-    private let secure: LockedValue<D2DSecureChannel>
+    let secure: LockedValue<D2DSecureChannel>
 
     /// Connects to 127.0.0.1:`port` (an advertiser that accepts every connection) and completes the handshake.
     static func connect(port: Int, endpointID: String = "EV1L") async throws -> HostilePeer {
