@@ -33,6 +33,8 @@ package actor NearbyEngine {
     private let overflow: EventOverflowWarning
     /// The configuration's clock, wrapped once so that every session counts from the same start.
     private let clock: NearbyClock
+    /// The background removal of a crashed run's partial files (NearbyEngine+StaleFiles.swift).
+    let staleFileCleanup: Task<Void, Never>
 
     /// Creates an engine over `mediums` (in priority order).
     package init(configuration: EngineConfiguration, mediums: [any MediumDriver], localEndpointID: String? = nil) {
@@ -47,8 +49,7 @@ package actor NearbyEngine {
         logger[metadataKey: "service_id"] = "\(configuration.serviceID)"
         logger[metadataKey: "local_endpoint_id"] = "\(self.localEndpointID)"
         self.logger = logger
-        let stale = PartialFiles.removeStale(in: configuration.receiveDirectory)
-        if stale > 0 { logger.info("removed stale partial files of a crashed run", metadata: ["count": "\(stale)"]) }
+        staleFileCleanup = Self.startStaleFileCleanup(in: configuration.receiveDirectory, logger: logger)
         overflow = EventOverflowWarning(logger: logger, what: "engine events", limit: configuration.limits.maxBufferedEvents)
     }
 
@@ -235,6 +236,8 @@ package actor NearbyEngine {
     /// Stops everything: advertising, discovery and every connection. Connections are closed in parallel, each
     /// within ``EndpointSession/disconnectReturnBound``, so peers that stopped reading cannot hold it up.
     package func shutdown() async {
+        staleFileCleanup.cancel()
+        await staleFileCleanup.value
         stopDiscovery()
         await stopAdvertising()
         let all = Array(sessions.values)
