@@ -152,30 +152,9 @@ package actor BlueZAdapter {
     }
 
     private func handle(_ signal: DBusReceivedMessage) async {
-        switch signal.member {
-        case "NameOwnerChanged":
-            let newOwner = signal.arguments.count > 2 ? signal.arguments[2].string ?? "" : ""
-            let events = tracker.daemonOwnerChanged(hasOwner: !newOwner.isEmpty)
-            publish(events)
-            if events.contains(.daemonBack) { await refresh() }
-        case "InterfacesAdded":
-            guard let path = signal.arguments.first?.string,
-                let interfaces = signal.arguments.dropFirst().first?.interfaceMap
-            else { return }
-            publish(tracker.interfacesAdded(path: path, interfaces: interfaces))
-        case "InterfacesRemoved":
-            guard let path = signal.arguments.first?.string,
-                let interfaces = signal.arguments.dropFirst().first?.strings
-            else { return }
-            publish(tracker.interfacesRemoved(path: path, interfaces: interfaces))
-        case "PropertiesChanged":
-            guard signal.arguments.first?.string == BlueZ.adapterInterface,
-                let changed = signal.arguments.dropFirst().first?.propertyMap
-            else { return }
-            publish(tracker.propertiesChanged(path: signal.path, changed: changed))
-        default:
-            break
-        }
+        let events = tracker.apply(signal)
+        publish(events)
+        if events.contains(.daemonBack) { await refresh() }
     }
 
     private func publish(_ events: [BlueZAdapterEvent]) {

@@ -112,27 +112,7 @@ package actor BlueZScanner {
 
     private func handle(_ signal: DBusReceivedMessage) {
         guard var table, let output else { return }
-        var report: BlueZScanReport?
-        switch signal.member {
-        case "InterfacesAdded":
-            if let path = signal.arguments.first?.string,
-                let interfaces = signal.arguments.dropFirst().first?.interfaceMap
-            {
-                report = table.interfacesAdded(path: path, interfaces: interfaces)
-            }
-        case "InterfacesRemoved":
-            if let path = signal.arguments.first?.string, let interfaces = signal.arguments.dropFirst().first?.strings {
-                table.interfacesRemoved(path: path, interfaces: interfaces)
-            }
-        case "PropertiesChanged":
-            if signal.arguments.first?.string == BlueZ.deviceInterface,
-                let changed = signal.arguments.dropFirst().first?.propertyMap
-            {
-                report = table.propertiesChanged(path: signal.path, changed: changed)
-            }
-        default:
-            break
-        }
+        let report = table.apply(signal)
         self.table = table
         if let report { output.yield(report) }
     }
