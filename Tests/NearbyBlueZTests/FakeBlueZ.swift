@@ -18,6 +18,14 @@ final class FakeBlueZ: Sendable {
     let powered = LockedValue(true)
     /// The error RegisterAdvertisement replies with, when set (as bluetoothd does for a blocked adapter).
     let registrationError = LockedValue<DBusRemoteError?>(nil)
+    /// Methods (`RegisterAdvertisement`, `StartDiscovery`, ...) that get no answer until `answerHeldCalls()`: a
+    /// bluetoothd that hangs.
+    let held = LockedValue<Set<String>>([])
+
+    /// Answers the held calls (with an error) and stops holding any.
+    func answerHeldCalls() {
+        held.withLock { $0 = [] }
+    }
 
     /// `adapterProperties` with the current `Powered`.
     static func adapterProperties(powered: Bool) -> [String: DBusValue] {
@@ -38,6 +46,12 @@ final class FakeBlueZ: Sendable {
     init(bus: PrivateBus) async throws {
         connection = try await bus.connect()
         let connection = self.connection
+        let held = self.held
+        let hold: @Sendable (String) async throws -> Void = { member in
+            guard held.withLock({ $0.contains(member) }) else { return }
+            while held.withLock({ $0.contains(member) }) { try await Task.sleep(for: .milliseconds(20)) }
+            throw DBusRemoteError(name: "org.bluez.Error.Failed", message: "held \(member) answered late")
+        }
         let registrations = self.registrations
         let adapterCalls = self.adapterCalls
         let powered = self.powered
@@ -54,6 +68,7 @@ final class FakeBlueZ: Sendable {
         ])
         let record: DBusExportedInterface.Method = { call in
             adapterCalls.withLock { $0.append((call.member, call.arguments)) }
+            try await hold(call.member)
             return []
         }
         try await connection.export(path: Self.adapterPath, interfaces: [
@@ -65,6 +80,7 @@ final class FakeBlueZ: Sendable {
                 methods: [
                     "RegisterAdvertisement": { call in
                         if let error = registrationError.withLock({ $0 }) { throw error }
+                        try await hold(call.member)
                         let path = call.arguments.first?.string ?? "/"
                         let reply = try await connection.call(
                             destination: call.sender, path: path, interface: BlueZ.propertiesInterface,

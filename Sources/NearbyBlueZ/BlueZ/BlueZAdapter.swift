@@ -36,35 +36,41 @@ package enum BlueZ {
 package actor BlueZAdapter {
     /// The bus connection.
     package nonisolated let client: DBusClient
+    /// How long each D-Bus call and registration on bluetoothd's behalf may take (``BlueZ/callTimeout``).
+    package nonisolated let callTimeout: Duration
     private let logger: Logger
     private var tracker: BlueZAdapterTracker
     private var listeners: [Int: AsyncStream<BlueZAdapterEvent>.Continuation] = [:]
     private var nextListener = 0
     private var watcher: Task<Void, Never>?
 
-    private init(client: DBusClient, name: String?, logger: Logger) {
+    private init(client: DBusClient, name: String?, logger: Logger, callTimeout: Duration) {
         self.client = client
+        self.callTimeout = callTimeout
         self.logger = logger
         self.tracker = BlueZAdapterTracker(wantedName: name)
     }
 
     /// Starts following the adapter `name` (nil: the default one). It does not fail when `bluetoothd` or the
     /// adapter is missing: `state` is nil then, and `events()` reports when it appears.
-    /// - Throws: `.mediumUnavailable` when the bus itself cannot be used.
-    package static func open(on client: DBusClient, name: String? = nil, logger: Logger = Logger(label: "nearby.bluez"))
-        async throws -> BlueZAdapter
-    {
-        let adapter = BlueZAdapter(client: client, name: name, logger: logger)
+    /// Each D-Bus step waits at most `callTimeout`, here and in the advertisers and scanners made on this adapter.
+    /// - Throws: `.mediumUnavailable` when the bus itself cannot be used, `.timeout` when it does not answer.
+    package static func open(
+        on client: DBusClient, name: String? = nil, logger: Logger = Logger(label: "nearby.bluez"),
+        callTimeout: Duration = BlueZ.callTimeout
+    ) async throws -> BlueZAdapter {
+        let adapter = BlueZAdapter(client: client, name: name, logger: logger, callTimeout: callTimeout)
         try await adapter.start()
         return adapter
     }
 
     /// Finds the adapter now.
     /// - Throws: `.mediumUnavailable` when `bluetoothd` is not running or has no such adapter.
-    package static func find(on client: DBusClient, name: String? = nil, logger: Logger = Logger(label: "nearby.bluez"))
-        async throws -> BlueZAdapter
-    {
-        let adapter = try await open(on: client, name: name, logger: logger)
+    package static func find(
+        on client: DBusClient, name: String? = nil, logger: Logger = Logger(label: "nearby.bluez"),
+        callTimeout: Duration = BlueZ.callTimeout
+    ) async throws -> BlueZAdapter {
+        let adapter = try await open(on: client, name: name, logger: logger, callTimeout: callTimeout)
         guard await adapter.state != nil else {
             await adapter.stop()
             let reachable = await BlueZ.isReachable(on: client)
@@ -95,8 +101,8 @@ package actor BlueZAdapter {
     /// - Throws: `.mediumUnavailable` without an adapter, or BlueZ's refusal (e.g. rfkill: `org.bluez.Error.Blocked`).
     package func setPowered(_ on: Bool) async throws {
         guard let path = tracker.adapter?.path else { throw NearbyError(.mediumUnavailable, "no BlueZ adapter") }
-        _ = try await client.call(
-            destination: BlueZ.service, path: path, interface: BlueZ.propertiesInterface, member: "Set",
+        _ = try await callBlueZ(
+            path: path, interface: BlueZ.propertiesInterface, member: "Set",
             arguments: [.string(BlueZ.adapterInterface), .string("Powered"), .variant(.boolean(on))])
     }
 
@@ -118,8 +124,9 @@ package actor BlueZAdapter {
             .objectManager(sender: BlueZ.service, member: "InterfacesAdded"),
             .objectManager(sender: BlueZ.service, member: "InterfacesRemoved"),
             .propertiesChanged(sender: BlueZ.service, pathNamespace: "/org/bluez", interface: BlueZ.adapterInterface),
-        ])
-        if try await client.nameHasOwner(BlueZ.service) {
+        ], timeout: callTimeout)
+        // signals(matching:) looked up org.bluez's owner, on the bus's word.
+        if await client.isOwned(BlueZ.service) {
             await refresh()
         }
         watcher = Task { [weak self] in
@@ -132,44 +139,22 @@ package actor BlueZAdapter {
     /// Reads the whole object tree again (at start and when `bluetoothd` comes back).
     private func refresh() async {
         do {
-            let reply = try await client.call(
-                destination: BlueZ.service, path: "/", interface: BlueZ.objectManagerInterface,
-                member: "GetManagedObjects")
+            let reply = try await callBlueZ(
+                path: "/", interface: BlueZ.objectManagerInterface, member: "GetManagedObjects")
             guard let objects = reply.first?.managedObjects else {
                 logger.warning("BlueZ GetManagedObjects returned no object tree")
                 return
             }
             publish(tracker.snapshot(objects))
         } catch {
-            logger.debug("BlueZ GetManagedObjects failed", metadata: ["error": "\(error)"])
+            logger.warning("BlueZ GetManagedObjects failed", metadata: ["error": "\(error)"])
         }
     }
 
     private func handle(_ signal: DBusReceivedMessage) async {
-        switch signal.member {
-        case "NameOwnerChanged":
-            let newOwner = signal.arguments.count > 2 ? signal.arguments[2].string ?? "" : ""
-            let events = tracker.daemonOwnerChanged(hasOwner: !newOwner.isEmpty)
-            publish(events)
-            if events.contains(.daemonBack) { await refresh() }
-        case "InterfacesAdded":
-            guard let path = signal.arguments.first?.string,
-                let interfaces = signal.arguments.dropFirst().first?.interfaceMap
-            else { return }
-            publish(tracker.interfacesAdded(path: path, interfaces: interfaces))
-        case "InterfacesRemoved":
-            guard let path = signal.arguments.first?.string,
-                let interfaces = signal.arguments.dropFirst().first?.strings
-            else { return }
-            publish(tracker.interfacesRemoved(path: path, interfaces: interfaces))
-        case "PropertiesChanged":
-            guard signal.arguments.first?.string == BlueZ.adapterInterface,
-                let changed = signal.arguments.dropFirst().first?.propertyMap
-            else { return }
-            publish(tracker.propertiesChanged(path: signal.path, changed: changed))
-        default:
-            break
-        }
+        let events = tracker.apply(signal)
+        publish(events)
+        if events.contains(.daemonBack) { await refresh() }
     }
 
     private func publish(_ events: [BlueZAdapterEvent]) {

@@ -117,6 +117,37 @@ package struct BlueZAdapterTracker: Sendable {
         return [.daemonGone]
     }
 
+    /// The events one signal means: `org.bluez`'s `NameOwnerChanged` (from the bus daemon), or bluetoothd's
+    /// `InterfacesAdded`, `InterfacesRemoved` or `PropertiesChanged` of `Adapter1`. The connection has checked the
+    /// sender already (`DBusMatch`); arguments of the wrong shape are ignored.
+    package mutating func apply(_ signal: DBusReceivedMessage) -> [BlueZAdapterEvent] {
+        switch signal.member {
+        case "NameOwnerChanged":
+            guard signal.arguments.count == 3, signal.arguments[0].string == Self.service,
+                let newOwner = signal.arguments[2].string
+            else { return [] }
+            return daemonOwnerChanged(hasOwner: !newOwner.isEmpty)
+        case "InterfacesAdded":
+            guard let path = signal.arguments.first?.string,
+                let interfaces = signal.arguments.dropFirst().first?.interfaceMap
+            else { return [] }
+            return interfacesAdded(path: path, interfaces: interfaces)
+        case "InterfacesRemoved":
+            guard let path = signal.arguments.first?.string, let interfaces = signal.arguments.dropFirst().first?.strings
+            else { return [] }
+            return interfacesRemoved(path: path, interfaces: interfaces)
+        case "PropertiesChanged":
+            guard signal.arguments.first?.string == Self.adapterInterface,
+                let changed = signal.arguments.dropFirst().first?.propertyMap
+            else { return [] }
+            return propertiesChanged(path: signal.path, changed: changed)
+        default:
+            return []
+        }
+    }
+
+    static let service = "org.bluez"
+
     /// Picks the wanted (or default) adapter again after the set changed.
     private mutating func reselect() -> [BlueZAdapterEvent] {
         let chosen: BlueZAdapterState?

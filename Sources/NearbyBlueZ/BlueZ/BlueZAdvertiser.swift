@@ -55,8 +55,8 @@ package actor BlueZAdvertiser {
     /// - Throws: `.mediumUnavailable` without an adapter.
     package func capabilities() async throws -> BlueZAdvertisingCapabilities {
         guard let path = await adapter.state?.path else { throw NearbyError(.mediumUnavailable, "no BlueZ adapter") }
-        let reply = try await adapter.client.call(
-            destination: BlueZ.service, path: path, interface: BlueZ.propertiesInterface, member: "GetAll",
+        let reply = try await adapter.callBlueZ(
+            path: path, interface: BlueZ.propertiesInterface, member: "GetAll",
             arguments: [.string(BlueZ.advertisingManagerInterface)])
         return BlueZAdvertisingCapabilities(properties: reply.first?.propertyMap ?? [:])
     }
@@ -75,7 +75,12 @@ package actor BlueZAdvertiser {
             DBusExportedInterface(
                 name: BlueZ.advertisementInterface,
                 properties: { current.withLock { $0?.properties ?? [:] } },
-                methods: ["Release": { [weak self] _ in
+                methods: ["Release": { [weak self] call in
+                    // Any bus client can call our object; only bluetoothd's word counts.
+                    guard await client.isOwner(call.sender, of: BlueZ.service) else {
+                        throw DBusRemoteError(
+                            name: "org.freedesktop.DBus.Error.AccessDenied", message: "Release is for bluetoothd only")
+                    }
                     await self?.released()
                     return []
                 }])
@@ -124,8 +129,9 @@ package actor BlueZAdvertiser {
         guard state.powered else { throw NearbyError(.mediumUnavailable, "BlueZ adapter \(state.name) is powered off") }
         registering = true
         defer { registering = false }
-        _ = try await adapter.client.call(
-            destination: BlueZ.service, path: state.path, interface: BlueZ.advertisingManagerInterface,
+        logger.debug("registering the BlueZ advertisement", metadata: ["adapter": "\(state.name)", "object": "\(objectPath)"])
+        _ = try await adapter.callBlueZ(
+            path: state.path, interface: BlueZ.advertisingManagerInterface,
             member: "RegisterAdvertisement", arguments: [.objectPath(objectPath), .properties([:])])
         registeredOn = state.path
         registrations += 1
@@ -136,8 +142,8 @@ package actor BlueZAdvertiser {
     private func unregister() async {
         guard let path = registeredOn else { return }
         registeredOn = nil
-        _ = try? await adapter.client.call(
-            destination: BlueZ.service, path: path, interface: BlueZ.advertisingManagerInterface,
+        _ = try? await adapter.callBlueZ(
+            path: path, interface: BlueZ.advertisingManagerInterface,
             member: "UnregisterAdvertisement", arguments: [.objectPath(objectPath)], timeout: .seconds(5))
     }
 
@@ -173,8 +179,8 @@ package actor BlueZAdvertiser {
         if let path = droppedOn {
             droppedOn = nil
             // bluetoothd may still hold the registration (AlreadyExists otherwise); DoesNotExist is fine too.
-            _ = try? await adapter.client.call(
-                destination: BlueZ.service, path: path, interface: BlueZ.advertisingManagerInterface,
+            _ = try? await adapter.callBlueZ(
+                path: path, interface: BlueZ.advertisingManagerInterface,
                 member: "UnregisterAdvertisement", arguments: [.objectPath(objectPath)], timeout: .seconds(5))
         }
         do {

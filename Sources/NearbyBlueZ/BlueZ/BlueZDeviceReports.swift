@@ -90,6 +90,30 @@ package struct BlueZDeviceReports: Sendable {
         return report(device)
     }
 
+    /// The report one bluetoothd signal means, if any: `InterfacesAdded`, `InterfacesRemoved` or `PropertiesChanged`
+    /// of a `Device1` (the connection has checked the sender already; arguments of the wrong shape are ignored).
+    package mutating func apply(_ signal: DBusReceivedMessage) -> BlueZScanReport? {
+        switch signal.member {
+        case "InterfacesAdded":
+            guard let path = signal.arguments.first?.string,
+                let interfaces = signal.arguments.dropFirst().first?.interfaceMap
+            else { return nil }
+            return interfacesAdded(path: path, interfaces: interfaces)
+        case "InterfacesRemoved":
+            if let path = signal.arguments.first?.string, let interfaces = signal.arguments.dropFirst().first?.strings {
+                interfacesRemoved(path: path, interfaces: interfaces)
+            }
+            return nil
+        case "PropertiesChanged":
+            guard signal.arguments.first?.string == BlueZ.deviceInterface,
+                let changed = signal.arguments.dropFirst().first?.propertyMap
+            else { return nil }
+            return propertiesChanged(path: signal.path, changed: changed)
+        default:
+            return nil
+        }
+    }
+
     private func isDevice(_ path: String) -> Bool {
         path.hasPrefix(adapterPath + "/dev_")
     }

@@ -64,7 +64,7 @@ package actor BlueZScanner {
             .objectManager(sender: BlueZ.service, member: "InterfacesAdded"),
             .objectManager(sender: BlueZ.service, member: "InterfacesRemoved"),
             .propertiesChanged(sender: BlueZ.service, pathNamespace: "/org/bluez", interface: BlueZ.deviceInterface),
-        ])
+        ], timeout: adapter.callTimeout)
         let adapterEvents = await adapter.events()
         tasks.append(Task { [weak self] in
             for await signal in signals { await self?.handle(signal) }
@@ -89,53 +89,30 @@ package actor BlueZScanner {
         output = nil
         if let path = discoveringOn {
             discoveringOn = nil
-            _ = try? await adapter.client.call(
-                destination: BlueZ.service, path: path, interface: BlueZ.adapterInterface, member: "StopDiscovery",
-                timeout: .seconds(5))
+            _ = try? await adapter.callBlueZ(
+                path: path, interface: BlueZ.adapterInterface, member: "StopDiscovery", timeout: .seconds(5))
         }
     }
 
     private func startDiscovery() async throws {
         guard let state = await adapter.state else { throw NearbyError(.mediumUnavailable, "no BlueZ adapter") }
         guard state.powered else { throw NearbyError(.mediumUnavailable, "BlueZ adapter \(state.name) is powered off") }
-        let client = adapter.client
-        let objects = try await client.call(
-            destination: BlueZ.service, path: "/", interface: BlueZ.objectManagerInterface, member: "GetManagedObjects")
+        let objects = try await adapter.callBlueZ(
+            path: "/", interface: BlueZ.objectManagerInterface, member: "GetManagedObjects")
         var table = BlueZDeviceReports(adapterPath: state.path, serviceDataUUIDs: serviceDataUUIDs)
         table.known(objects.first?.managedObjects ?? [:])
         self.table = table
-        _ = try await client.call(
-            destination: BlueZ.service, path: state.path, interface: BlueZ.adapterInterface,
-            member: "SetDiscoveryFilter", arguments: [.properties(filter.properties)])
-        _ = try await client.call(
-            destination: BlueZ.service, path: state.path, interface: BlueZ.adapterInterface, member: "StartDiscovery")
+        _ = try await adapter.callBlueZ(
+            path: state.path, interface: BlueZ.adapterInterface, member: "SetDiscoveryFilter",
+            arguments: [.properties(filter.properties)])
+        _ = try await adapter.callBlueZ(path: state.path, interface: BlueZ.adapterInterface, member: "StartDiscovery")
         discoveringOn = state.path
         logger.info("BlueZ discovery started", metadata: ["adapter": "\(state.name)"])
     }
 
     private func handle(_ signal: DBusReceivedMessage) {
         guard var table, let output else { return }
-        var report: BlueZScanReport?
-        switch signal.member {
-        case "InterfacesAdded":
-            if let path = signal.arguments.first?.string,
-                let interfaces = signal.arguments.dropFirst().first?.interfaceMap
-            {
-                report = table.interfacesAdded(path: path, interfaces: interfaces)
-            }
-        case "InterfacesRemoved":
-            if let path = signal.arguments.first?.string, let interfaces = signal.arguments.dropFirst().first?.strings {
-                table.interfacesRemoved(path: path, interfaces: interfaces)
-            }
-        case "PropertiesChanged":
-            if signal.arguments.first?.string == BlueZ.deviceInterface,
-                let changed = signal.arguments.dropFirst().first?.propertyMap
-            {
-                report = table.propertiesChanged(path: signal.path, changed: changed)
-            }
-        default:
-            break
-        }
+        let report = table.apply(signal)
         self.table = table
         if let report { output.yield(report) }
     }

@@ -94,12 +94,22 @@ package final class DBusClient: Sendable {
             timeout: timeout)
     }
 
-    /// Emits a signal from `path`.
-    package func emitSignal(path: String, interface: String, member: String, arguments: [DBusValue] = []) async throws {
+    /// Emits a signal from `path`: broadcast, or unicast to the connection `destination` (which the bus delivers
+    /// whatever that connection's match rules say).
+    package func emitSignal(
+        path: String, interface: String, member: String, arguments: [DBusValue] = [], destination: String? = nil
+    ) async throws {
         try DBusConnectionCore.validate(path: path, interface: interface, member: member)
+        if let destination, dbus_validate_bus_name(destination, nil) == 0 {
+            throw NearbyError(.invalidArgument, "D-Bus: invalid bus name \"\(destination)\"")
+        }
         for value in arguments { try DBusMarshalling.validate(value) }
         try await self.core.onQueue { [core = self.core] in
             guard let message = dbus_message_new_signal(path, interface, member) else {
+                throw NearbyError(.unknown, "D-Bus: out of memory")
+            }
+            if let destination, dbus_message_set_destination(message, destination) == 0 {
+                dbus_message_unref(message)
                 throw NearbyError(.unknown, "D-Bus: out of memory")
             }
             do {
@@ -123,12 +133,26 @@ package final class DBusClient: Sendable {
 
     /// Subscribes to signals: the rule is added on the bus (AddMatch) before this returns, so nothing sent after
     /// the return is missed. Ending the stream's iteration removes the rule again.
-    package func signals(matching match: DBusMatch) async throws -> AsyncStream<DBusReceivedMessage> {
-        try await signals(matching: [match])
+    ///
+    /// Only signals whose sender passes the rule are delivered: a well-known sender such as `org.bluez` means the
+    /// unique name that owns it at the time (looked up, then followed through the bus daemon's
+    /// `NameOwnerChanged`), and `org.freedesktop.DBus` the bus daemon itself. Other clients' signals, unicast to
+    /// this connection or not, are dropped (see `DBusNameOwners`).
+    /// - Throws: `.timeout` when the bus does not answer within `timeout`; `.mediumUnavailable` when it refuses or
+    ///   the connection is closed.
+    package func signals(matching match: DBusMatch, timeout: Duration = .seconds(25)) async throws
+        -> AsyncStream<DBusReceivedMessage>
+    {
+        try await signals(matching: [match], timeout: timeout)
     }
 
     /// Subscribes to the signals of several rules in one stream, in the order the bus delivered them.
-    package func signals(matching matches: [DBusMatch]) async throws -> AsyncStream<DBusReceivedMessage> {
+    package func signals(matching matches: [DBusMatch], timeout: Duration = .seconds(25)) async throws
+        -> AsyncStream<DBusReceivedMessage>
+    {
+        for name in Set(matches.compactMap(\.wellKnownSender)).sorted() {
+            try await core.followOwner(of: name, timeout: timeout)
+        }
         let (stream, continuation) = AsyncStream.makeStream(
             of: DBusReceivedMessage.self, bufferingPolicy: .bufferingNewest(4096))
         let core = self.core
@@ -155,7 +179,8 @@ package final class DBusClient: Sendable {
             for match in matches {
                 _ = try await call(
                     destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                    interface: "org.freedesktop.DBus", member: "AddMatch", arguments: [.string(match.ruleString)])
+                    interface: "org.freedesktop.DBus", member: "AddMatch", arguments: [.string(match.ruleString)],
+                    timeout: timeout)
             }
         } catch {
             continuation.finish()
@@ -221,9 +246,10 @@ extension DBusConnectionCore {
     }
 
     /// A method call whose reply is awaited without blocking a thread.
+    /// `onResult` sees the result on the queue, in dispatch order, before the caller resumes.
     func call(
         destination: String, path: String, interface: String, member: String, arguments: [DBusValue],
-        timeout: Duration
+        timeout: Duration, onResult: (@Sendable (Result<[DBusValue], any Error>) -> Void)? = nil
     ) async throws -> [DBusValue] {
         for value in arguments { try DBusMarshalling.validate(value) }
         let message = try Self.methodCall(destination: destination, path: path, interface: interface, member: member)
@@ -235,6 +261,7 @@ extension DBusConnectionCore {
         }
         let millis = Int32(clamping: max(1, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000))
         let reply = PendingReply()
+        reply.onResult = onResult
         let retained = UncheckedMessage(message: message)
         return try await withTaskCancellationHandler {
             try await withHandoffContinuation { continuation in

@@ -20,6 +20,10 @@ final class DBusConnectionCore: @unchecked Sendable {
     var pendingReplies: [ObjectIdentifier: PendingReply] = [:]
     var disconnectWaiters: [CheckedContinuation<Void, Never>] = []
     var nextID: UInt64 = 0
+    /// The owners of the well-known names signals are accepted from (see `DBusNameOwners`).
+    var owners = DBusNameOwners()
+    /// Names whose owner is being looked up, with the callers waiting for that lookup.
+    var ownerLookups: [String: [HandoffResumer<Void>]] = [:]
 
     static let threadsInitialized: Bool = dbus_threads_init_default() != 0
 
@@ -59,15 +63,24 @@ final class DBusConnectionCore: @unchecked Sendable {
     private func filter(_ message: OpaquePointer) -> DBusHandlerResult {
         let type = dbus_message_get_type(message)
         if type == Int32(DBUS_MESSAGE_TYPE_SIGNAL) {
-            if dbus_message_is_signal(message, "org.freedesktop.DBus.Local", "Disconnected") != 0 {
+            // libdbus makes this one itself (no sender); the bus refuses the Local interface from clients.
+            if dbus_message_is_signal(message, "org.freedesktop.DBus.Local", "Disconnected") != 0,
+                dbus_message_get_sender(message) == nil
+            {
                 logger.debug("D-Bus connection lost")
                 queue.async { self.shutDown(reason: "the bus closed the connection") }
                 return DBUS_HANDLER_RESULT_HANDLED
             }
-            guard !subscribers.isEmpty else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+            guard !subscribers.isEmpty || !ownerLookups.isEmpty || !owners.watchedNames.isEmpty else {
+                return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+            }
             do {
                 let decoded = try DBusReceivedMessage(message)
-                for subscriber in subscribers.values where subscriber.matches.contains(where: { $0.matches(decoded) }) {
+                // Owner changes first, so that the new owner's own signals that follow are believed.
+                owners.observe(decoded)
+                let owners = self.owners
+                for subscriber in subscribers.values
+                where subscriber.matches.contains(where: { $0.matches(decoded, owners: owners) }) {
                     subscriber.continuation.yield(decoded)
                 }
             } catch {
@@ -167,6 +180,8 @@ final class DBusConnectionCore: @unchecked Sendable {
         subscribers.removeAll()
         objects.removeAll()
         for reply in Array(pendingReplies.values) { reply.cancel(with: unavailable()) }
+        for waiter in ownerLookups.values.joined() { waiter.resume(throwing: unavailable()) }
+        ownerLookups.removeAll()
         for waiter in disconnectWaiters { waiter.resume() }
         disconnectWaiters.removeAll()
         if let connection {
@@ -197,6 +212,8 @@ final class PendingReply: @unchecked Sendable {
     var pending: OpaquePointer?
     var done = false
     var finished: () -> Void = {}
+    /// Called with the result on the queue, in the order libdbus dispatched it, before the caller resumes.
+    var onResult: (@Sendable (Result<[DBusValue], any Error>) -> Void)?
 
     func complete() {
         guard !done, let pending else { return }
@@ -233,6 +250,8 @@ final class PendingReply: @unchecked Sendable {
     private func finish(_ result: Result<[DBusValue], any Error>) {
         guard !done else { return }
         done = true
+        onResult?(result)
+        onResult = nil
         continuation?.resume(with: result)
         continuation = nil
         finished()

@@ -1,7 +1,10 @@
 /// A signal match rule: what `DBusClient.signals(matching:)` asks the bus for (AddMatch) and filters locally.
 ///
-/// Locally, a well-known `sender` (such as `org.bluez`) cannot be compared with the unique name a signal carries,
-/// so only unique senders (`:1.42`) are checked here; the bus applies the rule fully.
+/// The bus applies the rule to broadcast signals, but delivers a signal addressed to this connection (unicast)
+/// whatever the rules say, from any client. So the rule is applied again locally, sender included: a unique sender
+/// (`:1.42`) must match exactly, `org.freedesktop.DBus` only matches the bus daemon itself, and any other
+/// well-known sender (`org.bluez`) only matches the unique name that owns it now (`DBusNameOwners`, which
+/// `DBusClient.signals(matching:)` sets up before it returns).
 package struct DBusMatch: Sendable, Hashable {
     /// The sender (well-known or unique name).
     package var sender: String?
@@ -44,10 +47,11 @@ package struct DBusMatch: Sendable, Hashable {
         return parts.joined(separator: ",")
     }
 
-    /// Whether `message` (a signal) matches this rule, as far as can be told locally.
-    package func matches(_ message: DBusReceivedMessage) -> Bool {
+    /// Whether `message` (a signal) matches this rule, its sender checked against `owners`: a well-known sender
+    /// that `owners` does not follow, or that has no owner, matches nothing.
+    package func matches(_ message: DBusReceivedMessage, owners: DBusNameOwners) -> Bool {
         guard message.kind == .signal else { return false }
-        if let sender, sender.hasPrefix(":"), sender != message.sender { return false }
+        if let sender, !owners.accepts(sender: message.sender, as: sender) { return false }
         if let interface, interface != message.interface { return false }
         if let member, member != message.member { return false }
         if let path, path != message.path { return false }
@@ -60,10 +64,17 @@ package struct DBusMatch: Sendable, Hashable {
         return true
     }
 
+    /// The well-known sender whose owner must be followed for this rule to match (`org.bluez`); nil for no
+    /// sender, a unique one, or the bus daemon.
+    package var wellKnownSender: String? {
+        guard let sender, !sender.hasPrefix(":"), sender != DBusNameOwners.busName else { return nil }
+        return sender
+    }
+
     /// `org.freedesktop.DBus.NameOwnerChanged` for one name.
     package static func nameOwnerChanged(_ name: String) -> DBusMatch {
         DBusMatch(
-            sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
+            sender: DBusNameOwners.busName, interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
             path: "/org/freedesktop/DBus", arg0: name)
     }
 

@@ -13,25 +13,42 @@ import NearbyWire
 package actor BlueZGAP: BlueZGAPProvider {
     private let logger: Logger
     private let connectBus: @Sendable () async throws -> DBusClient
+    private let callTimeout: Duration
     private var client: DBusClient?
     private var adapters: [String: BlueZAdapter] = [:]
     private var advertisers: [String: BlueZAdvertiser] = [:]
+    /// Adapters being opened, shared by every caller that asks for one meanwhile (advertising asks twice at once:
+    /// for the radio's state and to open it).
+    private var opening: [String: Task<BlueZAdapter, any Error>] = [:]
 
-    /// A provider on the system bus, or on the bus `connect` opens (tests use a private bus).
+    /// A provider on the system bus, or on the bus `connect` opens (tests use a private bus). Every D-Bus call and
+    /// registration waits at most `callTimeout`, then fails with `.timeout`.
     package init(
-        logger: Logger = Logger(label: "nearby.bluez"),
+        logger: Logger = Logger(label: "nearby.bluez"), callTimeout: Duration = BlueZ.callTimeout,
         connect: (@Sendable () async throws -> DBusClient)? = nil
     ) {
         self.logger = logger
-        self.connectBus = connect ?? { try await DBusClient.system(logger: logger) }
+        self.callTimeout = callTimeout
+        self.connectBus = connect ?? { try await DBusClient.system(logger: logger, timeout: callTimeout) }
     }
 
     /// The followed adapter `name`, opening the bus first when needed.
     private func followed(_ name: String) async throws -> BlueZAdapter {
         if let client, await client.isConnected, let adapter = adapters[name] { return adapter }
+        if let pending = opening[name] { return try await pending.value }
+        // Owner: `opening`, until this call ends; every caller for `name` meanwhile awaits it. It ends when the bus
+        // and the adapter are open or have failed, each D-Bus step bounded by `callTimeout`.
+        let task = Task { try await self.openFollowed(name) }
+        opening[name] = task
+        defer { opening[name] = nil }
+        return try await task.value
+    }
+
+    private func openFollowed(_ name: String) async throws -> BlueZAdapter {
+        logger.debug("opening BlueZ adapter", metadata: ["adapter": "\(name)"])
         let client = try await bus()
         if let adapter = adapters[name] { return adapter }
-        let adapter = try await BlueZAdapter.open(on: client, name: name, logger: logger)
+        let adapter = try await BlueZAdapter.open(on: client, name: name, logger: logger, callTimeout: callTimeout)
         if let raced = adapters[name] {
             await adapter.stop()
             return raced
@@ -50,10 +67,13 @@ package actor BlueZGAP: BlueZGAPProvider {
                 return raced
             }
             client = opened
+            logger.debug("connected to the system bus for BlueZ", metadata: ["unique_name": "\(opened.uniqueName)"])
             return opened
         } catch {
+            let why = (error as? NearbyError)?.message ?? "\(error)"
             throw NearbyError(
-                NearbyError.Code(rawValue: "bluetoothUnavailable"), "cannot reach BlueZ on the system bus", cause: error)
+                NearbyError.Code(rawValue: "bluetoothUnavailable"), "cannot reach BlueZ on the system bus: \(why)",
+                cause: error)
         }
     }
 

@@ -42,6 +42,10 @@ package actor NearbyEngine {
     package nonisolated let tasks = TaskScope()
     /// Signalled by ``release()``.
     private nonisolated let released = CompletionSignal()
+    /// The background removal of a crashed run's partial files (NearbyEngine+StaleFiles.swift), a child of `tasks`.
+    let staleFileCleanup: ChildTask?
+    /// Signalled once that removal ended (or was cancelled).
+    let staleFileCleanupEnded = CompletionSignal()
 
     /// Creates an engine over `mediums` (in priority order).
     package init(configuration: EngineConfiguration, mediums: [any MediumDriver], localEndpointID: String? = nil) {
@@ -57,8 +61,9 @@ package actor NearbyEngine {
         logger[metadataKey: "service_id"] = "\(configuration.serviceID)"
         logger[metadataKey: "local_endpoint_id"] = "\(self.localEndpointID)"
         self.logger = logger
-        let stale = PartialFiles.removeStale(in: configuration.receiveDirectory)
-        if stale > 0 { logger.info("removed stale partial files of a crashed run", metadata: ["count": "\(stale)"]) }
+        staleFileCleanup = Self.startStaleFileCleanup(
+            in: configuration.receiveDirectory, logger: logger, scope: tasks, ended: staleFileCleanupEnded
+        )
         overflow = EventOverflowWarning(logger: logger, what: "engine events", limit: configuration.limits.maxBufferedEvents)
         // The supervisor: once the owner lets go (`release()`, from a `ConnectionManager`'s deinit, which must not
         // start tasks), it shuts the engine down and closes the scope; it holds the engine until then.
@@ -269,6 +274,8 @@ package actor NearbyEngine {
     /// within ``EndpointSession/disconnectReturnBound``, so peers that stopped reading cannot hold it up. Returns
     /// once the sessions' run loops have ended too (the engine can be used again afterwards).
     package func shutdown() async {
+        staleFileCleanup?.cancel()
+        await staleFileCleanupEnded.wait()
         stopDiscovery()
         await stopAdvertising()
         let all = Array(sessions.values)

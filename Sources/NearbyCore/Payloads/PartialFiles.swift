@@ -18,13 +18,17 @@ package enum PartialFiles {
     /// Deletes stale temporary files under `directory` (at most ``ReceivedFileNames/maxFolderDepth`` levels deep):
     /// regular files named `.nearby-PID-N.partial` whose process is gone, and `.nearby-N.partial` of older versions.
     /// Symbolic links are never followed and never deleted; files of running processes (this one included) stay.
+    ///
+    /// A large receive directory (a home folder, a build tree) takes a while, over a network or 9p file system
+    /// minutes: the engine runs this in the background (``NearbyEngine/waitForStaleFileCleanup()``), never on
+    /// the way to advertising or discovery. `shouldStop` is asked before each entry.
     /// - Returns: how many files were deleted.
     @discardableResult
-    package static func removeStale(in directory: URL) -> Int {
+    package static func removeStale(in directory: URL, shouldStop: () -> Bool = { false }) -> Int {
         let root = Glibc.open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard root >= 0 else { return 0 }
         var budget = maxEntriesVisited
-        return sweep(root, depth: 0, budget: &budget)
+        return sweep(root, depth: 0, budget: &budget, shouldStop: shouldStop)
     }
 
     /// Whether `name` is a temporary file of a process that no longer runs (or of an older version).
@@ -45,7 +49,7 @@ package enum PartialFiles {
     private static let direntTypeOffset = MemoryLayout<dirent>.offset(of: \dirent.d_type)!
 
     /// Sweeps the folder of `descriptor` (which it closes) and its subfolders.
-    private static func sweep(_ descriptor: Int32, depth: Int, budget: inout Int) -> Int {
+    private static func sweep(_ descriptor: Int32, depth: Int, budget: inout Int, shouldStop: () -> Bool) -> Int {
         guard let stream = fdopendir(descriptor) else {
             Glibc.close(descriptor)
             return 0
@@ -53,7 +57,7 @@ package enum PartialFiles {
         defer { closedir(stream) }
         var removed = 0
         var subfolders: [String] = []
-        while budget > 0, let entry = readdir(stream) {
+        while budget > 0, !shouldStop(), let entry = readdir(stream) {
             budget -= 1
             // Read the fields in place: a record from readdir is only `d_reclen` bytes long, so copying the whole
             // `dirent` (`entry.pointee`) can read past the end of the directory buffer and fault at a page edge.
@@ -76,9 +80,9 @@ package enum PartialFiles {
                 removed += 1
             }
         }
-        for name in subfolders where budget > 0 {
+        for name in subfolders where budget > 0 && !shouldStop() {
             let child = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            if child >= 0 { removed += sweep(child, depth: depth + 1, budget: &budget) }
+            if child >= 0 { removed += sweep(child, depth: depth + 1, budget: &budget, shouldStop: shouldStop) }
         }
         return removed
     }

@@ -1,0 +1,38 @@
+import Foundation
+import Logging
+
+extension NearbyEngine {
+    /// Starts removing the partial files a crashed run left in `directory` (``PartialFiles/removeStale(in:shouldStop:)``)
+    /// in the background. The receive directory may be a large tree (the current directory of a CLI started in a
+    /// home or build folder): the sweep once held up advertising for minutes, silently, on a slow file system. It
+    /// only deletes files of processes that are gone, so it runs next to transfers of this one.
+    ///
+    /// Owner: the engine's scope; ``shutdown()`` cancels the returned child (the sweep stops at its next directory
+    /// entry) and waits for `ended`, which is signalled when the sweep returns.
+    static func startStaleFileCleanup(
+        in directory: URL, logger: Logger, scope: TaskScope, ended: CompletionSignal
+    ) -> ChildTask? {
+        let child = scope.spawnCancellable {
+            defer { ended.signal() }
+            logger.debug("removing stale partial files in the background", metadata: ["directory": "\(directory.path)"])
+            let started = ContinuousClock.now
+            let removed = PartialFiles.removeStale(in: directory, shouldStop: { Task.isCancelled })
+            let metadata: Logger.Metadata = [
+                "count": "\(removed)", "duration": "\(ContinuousClock.now - started)",
+                "cancelled": "\(Task.isCancelled)",
+            ]
+            if removed > 0 {
+                logger.info("removed stale partial files of a crashed run", metadata: metadata)
+            } else {
+                logger.debug("no stale partial files", metadata: metadata)
+            }
+        }
+        if child == nil { ended.signal() }
+        return child
+    }
+
+    /// Waits until the start-up removal of stale partial files has finished (tests; ``shutdown()`` cancels it).
+    package func waitForStaleFileCleanup() async {
+        await staleFileCleanupEnded.wait()
+    }
+}
