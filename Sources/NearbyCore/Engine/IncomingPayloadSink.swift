@@ -11,20 +11,22 @@ protocol IncomingPayloadHost: Actor {
     var peerEndpointID: String { get }
     /// The session's logger.
     var logger: Logger { get }
-    /// Sends a control frame the tracker asked for (waits when the writer's backlog is full).
-    func sendControl(_ frame: ProtoOfflineFrame) async
+    /// Queues a control frame the tracker asked for (the sink adds a ``FollowUp/writerRoom`` after it).
+    func sendControl(_ frame: ProtoOfflineFrame)
     /// The peer canceled or failed a payload we send.
     func peerControlledOutgoing(_ id: PayloadID, event: ProtoPayloadTransferFrame.ControlMessage.EventType)
     /// The peer broke the payload protocol: the session ends.
-    func payloadViolation(_ error: NearbyError) async
-    /// The read loop waits for the app to take a stream chunk (`true`), or goes on (`false`).
-    func streamDelivery(started: Bool)
+    func payloadViolation(_ error: NearbyError)
+    /// The peer acknowledged a payload we sent (PAYLOAD_ACK).
+    func peerAcknowledgedOutgoing(_ id: PayloadID)
 }
 
 /// Receives an endpoint's incoming payloads: performs the ``IncomingPayloadTracker``'s actions, writes files
 /// through the ``ReceivedFileStore``, hands stream chunks to the app, and reports ``EndpointEvent``s.
 ///
-/// Owned by one session and used only on its actor (every call passes the session as the isolated host).
+/// Owned by one session and used only on its actor (every call passes the session as the isolated host). It never
+/// suspends: handing a stream chunk to the app, the one thing that waits, is returned as a ``FollowUp`` for the
+/// session to await once the frame's actions are done.
 final class IncomingPayloadSink {
     private var tracker: IncomingPayloadTracker
     private let files: ReceivedFileStore
@@ -47,14 +49,24 @@ final class IncomingPayloadSink {
     /// Whether the payload is being received.
     func isReceiving(_ id: PayloadID) -> Bool { tracker.activePayloadIDs.contains(id) }
 
+    /// Auto-resume: where the peer goes on with a payload it was sending us (``IncomingPayloadTracker/resumePoint(for:)``).
+    func resumePoint(for id: PayloadID) -> (outcome: ProtoAutoResumeFrame.ResumeOutcome, offset: Int64, index: Int32) {
+        tracker.resumePoint(for: id)
+    }
+
+    /// Sets which kinds of payload the peer gets a PAYLOAD_ACK for (``LinkTerms/acknowledges(_:)``).
+    func acknowledge(_ kinds: Set<PayloadKind>) { tracker.acknowledgedKinds = kinds }
+
     /// A PAYLOAD_TRANSFER frame from the peer.
-    func receive(_ frame: ProtoPayloadTransferFrame, host: isolated any IncomingPayloadHost) async {
-        await perform(tracker.receive(frame), host: host)
+    func receive(
+        _ frame: ProtoPayloadTransferFrame, host: isolated any IncomingPayloadHost, into followUps: inout [FollowUp]
+    ) {
+        perform(tracker.receive(frame), host: host, into: &followUps)
     }
 
     /// Our app cancels a payload we receive (the peer is told).
-    func cancel(_ id: PayloadID, host: isolated any IncomingPayloadHost) async {
-        await perform(tracker.cancel(id), host: host)
+    func cancel(_ id: PayloadID, host: isolated any IncomingPayloadHost, into followUps: inout [FollowUp]) {
+        perform(tracker.cancel(id), host: host, into: &followUps)
     }
 
     /// The connection ended: partial files go (first, so nobody sees a failure while its partial file still
@@ -72,7 +84,10 @@ final class IncomingPayloadSink {
         streams.removeAll()
     }
 
-    private func perform(_ actions: [IncomingPayloadTracker.Action], host: isolated any IncomingPayloadHost) async {
+    private func perform(
+        _ actions: [IncomingPayloadTracker.Action], host: isolated any IncomingPayloadHost,
+        into followUps: inout [FollowUp]
+    ) {
         let endpoint = host.peerEndpointID
         // A file that failed here (its folder or a write) already reported `failure`: the rest of this batch
         // (its chunk, its progress, its end) must not follow with more updates.
@@ -89,7 +104,7 @@ final class IncomingPayloadSink {
                 } catch {
                     host.logger.error("cannot receive file", metadata: ["payload_id": "\(id)", "error": "\(error)"])
                     failedHere.insert(id)
-                    await perform(tracker.failLocally(id), host: host)
+                    perform(tracker.failLocally(id), host: host, into: &followUps)
                 }
             case .fileChunk(let id, let data):
                 guard !failedHere.contains(id) else { continue }
@@ -99,11 +114,19 @@ final class IncomingPayloadSink {
                     host.logger.error(
                         "writing a received file failed", metadata: ["payload_id": "\(id)", "error": "\(error)"])
                     failedHere.insert(id)
-                    await perform(tracker.failLocally(id), host: host)
+                    perform(tracker.failLocally(id), host: host, into: &followUps)
                 }
             case .fileFinished(let id, let total):
                 guard !failedHere.contains(id) else { continue }
-                finishFile(id, total: total, endpoint: endpoint, logger: host.logger)
+                if finishFile(id, total: total, endpoint: endpoint, logger: host.logger) {
+                    if tracker.acknowledgedKinds.contains(.file) {
+                        // Only once the file is in place under its final name.
+                        host.sendControl(OfflineFrames.payloadAck(id: id))
+                        followUps.append(.writerRoom)
+                    }
+                } else {
+                    tracker.notCompleted(id)
+                }
             case .streamStarted(let id):
                 // No buffer between the read loop and the app: each chunk is handed over when the app asks for
                 // it, so an app that does not read holds the read loop, the socket fills and the sender waits.
@@ -112,11 +135,10 @@ final class IncomingPayloadSink {
                 onEvent(.streamReceived(endpointID: endpoint, payloadID: id, stream: IncomingByteStream(channel: stream)))
             case .streamChunk(let id, let data):
                 guard let stream = streams[id] else { break }
-                host.streamDelivery(started: true)
-                await stream.send(Array(data))
-                host.streamDelivery(started: false)
+                followUps.append(.stream(.chunk(stream, Array(data))))
             case .streamFinished(let id):
-                streams.removeValue(forKey: id)?.finish()
+                // After the chunks before it, which are handed over later.
+                if let stream = streams.removeValue(forKey: id) { followUps.append(.stream(.finish(stream))) }
             case .update(let update):
                 guard !failedHere.contains(update.payloadID) else { continue }
                 report(update, endpoint: endpoint)
@@ -124,11 +146,14 @@ final class IncomingPayloadSink {
                 if kind == .file { files.discard(id) }
                 streams.removeValue(forKey: id)?.fail(NearbyError(.endpointIoError, "stream payload \(id) did not complete"))
             case .sendControl(let frame):
-                await host.sendControl(frame)
+                host.sendControl(frame)
+                followUps.append(.writerRoom)
             case .outgoingControl(let id, let event):
                 host.peerControlledOutgoing(id, event: event)
+            case .outgoingAcknowledged(let id):
+                host.peerAcknowledgedOutgoing(id)
             case .violation(let error):
-                await host.payloadViolation(error)
+                host.payloadViolation(error)
             case .limitExceeded(let id, let error):
                 host.logger.warning(
                     "incoming payload failed at a limit", metadata: ["payload_id": "\(id)", "error": "\(error)"])
@@ -136,18 +161,21 @@ final class IncomingPayloadSink {
         }
     }
 
-    private func finishFile(_ id: PayloadID, total: Int64, endpoint: String, logger: Logger) {
+    /// Moves a complete file into place and reports it; `false` when that failed (reported as a failure).
+    private func finishFile(_ id: PayloadID, total: Int64, endpoint: String, logger: Logger) -> Bool {
         do {
             let url = try files.finish(id, expectedSize: total)
             onEvent(.fileReceived(endpointID: endpoint, payloadID: id, url: url, name: url.lastPathComponent))
             report(
                 PayloadTransferUpdate(payloadID: id, kind: .file, status: .success, bytesTransferred: total, totalBytes: total),
                 endpoint: endpoint)
+            return true
         } catch {
             logger.error("finishing a received file failed", metadata: ["payload_id": "\(id)", "error": "\(error)"])
             report(
                 PayloadTransferUpdate(payloadID: id, kind: .file, status: .failure, bytesTransferred: total, totalBytes: total),
                 endpoint: endpoint)
+            return false
         }
     }
 

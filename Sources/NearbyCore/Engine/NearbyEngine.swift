@@ -181,7 +181,13 @@ package actor NearbyEngine {
         let machine = ConnectionStateMachine.outgoing(
             local: localDescription(endpointInfo), medium: kind, peerEndpointID: alias, peerEndpointInfo: peerEndpointInfo,
             nonce: nonce)
-        let session = makeSession(channel: channel, machine: machine, keepAlive: configuration.keepAlive)
+        let route = route
+        let session = makeSession(
+            channel: channel, machine: machine, keepAlive: configuration.keepAlive,
+            reconnectChannel: { [weak self] in
+                guard let self else { throw NearbyError(.endpointIoError, "the engine is gone") }
+                return try await self.reopen(route: route, medium: kind, endpointID: alias)
+            })
         // Registered before the next suspension, so a request from the same endpoint meanwhile meets the tie-break.
         register(session, endpointID: alias)
         await session.setPeerEndpointID(alias)
@@ -273,7 +279,8 @@ package actor NearbyEngine {
     }
 
     private func makeSession(
-        channel: any EndpointChannel, machine: ConnectionStateMachine, keepAlive: KeepAliveSettings
+        channel: any EndpointChannel, machine: ConnectionStateMachine, keepAlive: KeepAliveSettings,
+        reconnectChannel: (@Sendable () async throws -> any EndpointChannel)? = nil
     ) -> EndpointSession {
         EndpointSession(
             channel: channel, machine: machine, keepAlive: keepAlive,
@@ -284,6 +291,8 @@ package actor NearbyEngine {
             },
             upgradeMediums: mediums.filter(\.supportsUpgradeListening),
             autoUpgrade: configuration.autoUpgradeBandwidth, localEndpointID: localEndpointID, clock: clock,
+            reconnectChannel: reconnectChannel,
+            reconnectTarget: { [weak self] endpointID in await self?.reconnectTarget(endpointID) },
             onEvent: { [continuation, overflow] event in
                 // Yielded synchronously so events keep the order the session reports them in.
                 overflow.check(continuation.yield(.endpoint(event)))
@@ -292,6 +301,24 @@ package actor NearbyEngine {
                 guard let self else { return }
                 Task { await self.remove(session) }
             })
+    }
+
+    /// Auto-reconnect, the side that connected: a new channel to `endpointID`, where discovery sees it now, or
+    /// over the route of the first connection.
+    private func reopen(route: EndpointRoute, medium kind: MediumKind, endpointID: String) async throws
+        -> any EndpointChannel
+    {
+        let (target, medium) = discovered[endpointID].map { ($0.route, $0.medium) } ?? (route, kind)
+        guard let driver = mediums.first(where: { $0.kind == medium }) else {
+            throw NearbyError(.mediumUnavailable, "medium \(medium) is not available")
+        }
+        return try await driver.connect(to: target)
+    }
+
+    /// Auto-reconnect, the side that was connected to: the session a channel introducing `endpointID` is for.
+    private func reconnectTarget(_ endpointID: String) -> EndpointSession? {
+        guard let session = byEndpoint[endpointID], !session.hasEnded.withLock({ $0 }) else { return nil }
+        return session
     }
 
     private func register(_ session: EndpointSession, endpointID: String) {
@@ -367,7 +394,8 @@ package actor NearbyEngine {
     private func localDescription(_ info: [UInt8]) -> ConnectionStateMachine.LocalEndpoint {
         // Every medium we have, in priority order, as peers list theirs.
         .init(endpointID: localEndpointID, endpointInfo: info, upgradeMediums: mediums.map(\.kind),
-              keepAlive: configuration.keepAlive)
+              keepAlive: configuration.keepAlive,
+              features: configuration.timeouts.autoReconnectWindow > .zero ? .all : [.payloadAcks])
     }
 
     private func selected(_ only: Set<MediumKind>?) -> [any MediumDriver] {

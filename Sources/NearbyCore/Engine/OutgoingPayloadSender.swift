@@ -21,11 +21,17 @@ package final class OutgoingPayloadSender: Sendable {
         var payloads: [PayloadID: OutgoingPayloadState] = [:]
         var laneTails: [PayloadKind: Task<Void, Never>] = [:]
         var stopped = false
+        /// Whether a payload counts as sent only once the peer acknowledged it (a swift-nearby peer).
+        var awaitsAcks = false
+        /// Auto-reconnect: the channel broke; frames are not queued until the receiver said where to go on.
+        var suspended = false
     }
 
     private enum Check {
         case proceed
         case stop(TransferStatus, notifyPeer: ProtoPayloadTransferFrame.ControlMessage.EventType?)
+        /// Auto-resume: go on from the receiver's next chunk.
+        case rewind(offset: Int64, index: Int32)
     }
 
     /// How many FILE and STREAM payloads of one endpoint interleave at once; later ones wait for a slot.
@@ -74,25 +80,122 @@ package final class OutgoingPayloadSender: Sendable {
             state.payloads[id] = OutgoingPayloadState(kind: source.kind)
             // Only BYTES wait for the payload before them (their order is their delivery order).
             let previous = source.kind == .bytes ? state.laneTails[source.kind] : nil
-            let slots = source.kind == .bytes ? nil : self.slots
-            let task = Task { [reader] in
-                var reader = reader
-                await previous?.value
-                await slots?.acquire()
-                await self.transmit(id: id, reader: &reader)
-                slots?.release()
-                reader.close()
-            }
+            let task = startSending(id, reader: reader, after: previous)
             if source.kind == .bytes { state.laneTails[source.kind] = task }
         }
     }
 
-    /// Asks the payload's sender to stop; `false` if we are not sending it.
+    /// Starts the task that sends a payload: from its first chunk, or, with `start`, from where the receiver goes on
+    /// after a reconnect (the reader is rewound there). Owner: this sender; the task ends once every frame of the
+    /// payload is queued, or the payload is canceled or failed, or the connection ended (``stop()``).
+    private func startSending(
+        _ id: PayloadID, reader: PayloadChunkReader, after previous: Task<Void, Never>? = nil,
+        from start: (offset: Int64, index: Int32)? = nil
+    ) -> Task<Void, Never> {
+        let slots = reader.source.kind == .bytes ? nil : self.slots
+        return Task { [reader] in
+            var reader = reader
+            await previous?.value
+            await slots?.acquire()
+            let parked = await self.transmit(id: id, reader: &reader, from: start)
+            slots?.release()
+            if !parked { reader.close() }
+        }
+    }
+
+    /// Asks the payload's sender to stop; `false` if we are not sending it. A payload whose frames are all sent
+    /// and that waits for the peer's acknowledgement is reported canceled at once.
     package func cancel(_ id: PayloadID) -> Bool {
-        state.withLock { state in
-            guard state.payloads[id] != nil else { return false }
+        let (found, settled) = state.withLock { state -> (Bool, (PayloadKind, Int64, Int64)?) in
+            guard let payload = state.payloads[id] else { return (false, nil) }
+            if let waiting = payload.awaitingAck {
+                state.payloads[id] = nil
+                return (true, (payload.kind, waiting.bytes, waiting.total))
+            }
             state.payloads[id]?.cancelRequested = true
-            return true
+            return (true, nil)
+        }
+        if let (kind, bytes, total) = settled { report(id, kind: kind, status: .canceled, bytes: bytes, total: total) }
+        return found
+    }
+
+    /// Whether payloads count as sent only once the peer acknowledged them (``LinkTerms/awaitsPayloadAcks``).
+    func awaitAcknowledgements(_ awaits: Bool) {
+        state.withLock { $0.awaitsAcks = awaits }
+    }
+
+    /// The peer's PAYLOAD_ACK: a payload waiting for it succeeds.
+    func acknowledged(_ id: PayloadID) {
+        let settled = state.withLock { state -> (PayloadKind, Int64, Int64, PayloadChunkReader?)? in
+            guard let payload = state.payloads[id] else { return nil }
+            guard let waiting = payload.awaitingAck else {
+                state.payloads[id]?.acknowledged = true
+                return nil
+            }
+            state.payloads[id] = nil
+            return (payload.kind, waiting.bytes, waiting.total, payload.parkedReader)
+        }
+        if let (kind, bytes, total, reader) = settled {
+            reader?.close()
+            report(id, kind: kind, status: .success, bytes: bytes, total: total)
+        }
+    }
+
+    /// Auto-reconnect: the channel broke; no frame is queued until ``unsuspend()`` (frames read meanwhile are sent
+    /// again from the receiver's offset).
+    func suspend() {
+        state.withLock { $0.suspended = true }
+    }
+
+    /// Auto-reconnect: a new channel is up; payloads go on once the gate opens.
+    func unsuspend() {
+        state.withLock { $0.suspended = false }
+    }
+
+    /// Auto-resume: the payloads to ask the receiver about after a reconnect (sending, waiting to send, or waiting
+    /// for the peer's acknowledgement).
+    func unfinishedPayloadIDs() -> [PayloadID] {
+        state.withLock { Array($0.payloads.keys) }.sorted()
+    }
+
+    /// Auto-resume: the receiver's answer about a payload we were sending when the channel broke.
+    func resume(_ id: PayloadID, outcome: ProtoAutoResumeFrame.ResumeOutcome, offset: Int64, index: Int32) {
+        enum Step { case none, report(PayloadKind, TransferStatus, Int64, Int64, PayloadChunkReader?), restart(PayloadChunkReader) }
+        let step = state.withLock { state -> Step in
+            guard var payload = state.payloads[id], !state.stopped else { return .none }
+            if let waiting = payload.awaitingAck {
+                switch outcome {
+                case .alreadyReceived:
+                    state.payloads[id] = nil
+                    return .report(payload.kind, .success, waiting.bytes, waiting.total, payload.parkedReader)
+                case .notResumable:
+                    state.payloads[id] = nil
+                    return .report(payload.kind, .failure, waiting.bytes, waiting.total, payload.parkedReader)
+                case .resumeFromOffset:
+                    // The end never arrived: send again from the receiver's offset.
+                    guard let reader = payload.parkedReader else { return .none }
+                    payload.awaitingAck = nil
+                    payload.parkedReader = nil
+                    state.payloads[id] = payload
+                    return .restart(reader)
+                }
+            }
+            switch outcome {
+            case .alreadyReceived: payload.receivedWhole = true
+            case .notResumable: payload.peerEvent = .payloadError
+            case .resumeFromOffset: payload.rewind = (offset, index)
+            }
+            state.payloads[id] = payload
+            return .none
+        }
+        switch step {
+        case .none:
+            break
+        case .report(let kind, let status, let bytes, let total, let reader):
+            reader?.close()
+            report(id, kind: kind, status: status, bytes: bytes, total: total)
+        case .restart(let reader):
+            _ = startSending(id, reader: reader, from: (offset, index))
         }
     }
 
@@ -101,14 +204,28 @@ package final class OutgoingPayloadSender: Sendable {
         state.withLock { $0.payloads[id]?.peerEvent = event }
     }
 
-    /// The connection ended: every payload under way fails at its next chunk.
+    /// The connection ended: every payload under way fails at its next chunk, and those waiting for the peer's
+    /// acknowledgement fail now.
     package func stop() {
-        state.withLock { $0.stopped = true }
+        let unacknowledged = state.withLock { state -> [(PayloadID, OutgoingPayloadState, Int64, Int64)] in
+            state.stopped = true
+            let waiting = state.payloads.compactMap { id, payload in
+                payload.awaitingAck.map { (id, payload, $0.bytes, $0.total) }
+            }
+            for (id, _, _, _) in waiting { state.payloads[id] = nil }
+            return waiting
+        }
+        for (id, payload, bytes, total) in unacknowledged {
+            payload.parkedReader?.close()
+            report(id, kind: payload.kind, status: .failure, bytes: bytes, total: total)
+        }
     }
 
     private var isStopped: Bool { state.withLock { $0.stopped } }
 
-    private func transmit(id: PayloadID, reader: inout PayloadChunkReader) async {
+    /// Sends the payload's frames from `start`; returns whether the reader was parked (the payload waits for the
+    /// peer's acknowledgement and may go on after a reconnect).
+    private func transmit(id: PayloadID, reader: inout PayloadChunkReader, from start: (offset: Int64, index: Int32)?) async -> Bool {
         let kind = reader.source.kind
         var totalSize: Int64 = -1
         var fileName: String?
@@ -128,17 +245,28 @@ package final class OutgoingPayloadSender: Sendable {
             lastModifiedMillis: fileName != nil ? Int64(Date().timeIntervalSince1970 * 1000) : nil)
         var offset: Int64 = 0
         var index: Int32 = 0
-        var check = self.check(id)
+        var check: Check = start.map { .rewind(offset: $0.offset, index: $0.index) } ?? self.check(id)
         while true {
             switch check {
             case .proceed:
                 break
             case .stop(let status, let notifyPeer):
                 if let notifyPeer {
-                    await enqueue(OfflineFrames.payloadControl(header: header, event: notifyPeer, offset: offset))
+                    await enqueue(OfflineFrames.payloadControl(header: header, event: notifyPeer, offset: offset), id: id)
                 }
                 finish(id, kind: kind, status: status, bytes: offset, total: totalSize)
-                return
+                return false
+            case .rewind(let to, let nextIndex):
+                do {
+                    try reader.rewind(to: to)
+                } catch {
+                    logger.error("resuming an outgoing payload failed", metadata: ["payload_id": "\(id)", "error": "\(error)"])
+                    await enqueue(OfflineFrames.payloadControl(header: header, event: .payloadError, offset: to), id: id)
+                    finish(id, kind: kind, status: .failure, bytes: offset, total: totalSize)
+                    return false
+                }
+                logger.info("resuming an outgoing payload", metadata: ["payload_id": "\(id)", "offset": "\(to)", "sent_before": "\(offset)"])
+                (offset, index) = (to, nextIndex)
             }
             let chunk: Data?
             reader.chunkSize = chunkSize.withLock { $0 }
@@ -146,24 +274,28 @@ package final class OutgoingPayloadSender: Sendable {
                 chunk = try await reader.next()
             } catch {
                 logger.error("reading an outgoing payload failed", metadata: ["payload_id": "\(id)", "error": "\(error)"])
-                await enqueue(OfflineFrames.payloadControl(header: header, event: .payloadError, offset: offset))
+                await enqueue(OfflineFrames.payloadControl(header: header, event: .payloadError, offset: offset), id: id)
                 finish(id, kind: kind, status: .failure, bytes: offset, total: totalSize)
-                return
+                return false
             }
             guard let chunk else {
                 if totalSize >= 0 && offset != totalSize {
-                    await enqueue(OfflineFrames.payloadControl(header: header, event: .payloadError, offset: offset))
+                    await enqueue(OfflineFrames.payloadControl(header: header, event: .payloadError, offset: offset), id: id)
                     finish(id, kind: kind, status: .failure, bytes: offset, total: totalSize)
-                    return
+                    return false
                 }
-                await enqueue(OfflineFrames.payloadData(header: header, offset: offset, body: nil, index: index, isLast: true))
-                finish(id, kind: kind, status: isStopped ? .failure : .success, bytes: offset, total: totalSize)
-                return
+                // The end is a chunk of its own, with no body (peers drop a file whose last data chunk is flagged).
+                let last = OfflineFrames.payloadData(header: header, offset: offset, body: nil, index: index, isLast: true)
+                guard await enqueue(last, id: id) else {
+                    check = self.check(id)
+                    continue
+                }
+                return finishSent(id, kind: kind, bytes: offset, total: totalSize, reader: reader)
             }
             let frame = OfflineFrames.payloadData(header: header, offset: offset, body: chunk, index: index, isLast: false)
             offset += Int64(chunk.count)
             index += 1
-            await enqueue(frame)
+            await enqueue(frame, id: id)
             report(id, kind: kind, status: .inProgress, bytes: offset, total: totalSize)
             check = self.check(id)
         }
@@ -171,8 +303,14 @@ package final class OutgoingPayloadSender: Sendable {
 
     private func check(_ id: PayloadID) -> Check {
         state.withLock { state in
-            guard let payload = state.payloads[id], !state.stopped else { return .stop(.failure, notifyPeer: nil) }
+            guard var payload = state.payloads[id], !state.stopped else { return .stop(.failure, notifyPeer: nil) }
             if payload.cancelRequested { return .stop(.canceled, notifyPeer: .payloadCanceled) }
+            if payload.receivedWhole { return .stop(.success, notifyPeer: nil) }
+            if let rewind = payload.rewind {
+                payload.rewind = nil
+                state.payloads[id] = payload
+                return .rewind(offset: rewind.offset, index: rewind.index)
+            }
             if let event = payload.peerEvent {
                 return .stop(event == .payloadCanceled ? .canceled : .failure, notifyPeer: nil)
             }
@@ -180,11 +318,31 @@ package final class OutgoingPayloadSender: Sendable {
         }
     }
 
-    /// Queues a frame once the gate is open; returns when the writer took it. Dropped once stopped.
-    private func enqueue(_ frame: ProtoOfflineFrame) async {
+    /// Queues a frame once the gate is open; returns when the writer took it. Dropped once stopped, and when the
+    /// payload is to go on from elsewhere after a reconnect (auto-resume): then it returns `false`.
+    @discardableResult
+    private func enqueue(_ frame: ProtoOfflineFrame, id: PayloadID) async -> Bool {
         await gate.wait()
-        guard !isStopped else { return }
+        let (stopped, held) = state.withLock { ($0.stopped, $0.suspended || $0.payloads[id]?.rewind != nil) }
+        if held { return false }
+        guard !stopped else { return true }
         await writer.enqueue(writer.item(frame))
+        return true
+    }
+
+    /// Every frame of the payload is queued: it succeeded, or it does once the peer acknowledges it (the reader is
+    /// parked meanwhile, so that the payload can go on after a reconnect). Returns whether the reader was parked.
+    private func finishSent(_ id: PayloadID, kind: PayloadKind, bytes: Int64, total: Int64, reader: PayloadChunkReader) -> Bool {
+        let outcome = state.withLock { state -> TransferStatus? in
+            guard !state.stopped else { return .failure }
+            guard state.awaitsAcks, let payload = state.payloads[id], !payload.acknowledged else { return .success }
+            state.payloads[id]?.awaitingAck = (bytes, total)
+            state.payloads[id]?.parkedReader = reader
+            return nil
+        }
+        guard let outcome else { return true }
+        finish(id, kind: kind, status: outcome, bytes: bytes, total: total)
+        return false
     }
 
     private func finish(_ id: PayloadID, kind: PayloadKind, status: TransferStatus, bytes: Int64, total: Int64) {
