@@ -35,7 +35,7 @@ extension WiFiLANIntegration {
 
         func rideOut(cuts: Int) async throws {
             try await withScratch(timeout: 240, "a 200 MB file cut \(cuts) times") { scratch in
-                let file = try scratch.randomFile("big.bin", size: Self.fileSize)
+                let file = try await scratch.urandomFile("big.bin", size: Self.fileSize)
                 let digest = try await sha256Hex(of: file)
                 let (advertiser, relay, serviceID, receiveDirectory) = try await Self.advertiserBehindRelay(
                     scratch, cutAt: Self.cutsAt40Percent(count: cuts))

@@ -8,7 +8,8 @@ Listens on 127.0.0.1 (a free port, printed as `READY <port>`) and bridges every 
 `--cut-at` is such a count: when the forwarded bytes reach it, the connection under way is reset (RST, both
 sides: SO_LINGER 0, then close) and `CUT <n> <forwarded>` is printed. With `--refuse-after-cuts` the relay stops
 listening after the last cut (the peer never comes back). `--rate` throttles both directions to that many bytes
-per second. On SIGTERM (or stdin closing) it prints `FORWARDED <bytes>` and exits. Standard library only.
+per second. When its standard input closes (or on SIGTERM) it prints `FORWARDED <bytes>` and exits. Standard
+library only.
 """
 import argparse
 import signal
@@ -109,6 +110,11 @@ class Relay:
                     self.reset(pair)
                     self.say("CUT %d %d" % (self.cut_count, total))
                     if last and self.refuse_after_cuts:
+                        # shutdown() wakes the accept() blocked in the other thread; close() alone would not.
+                        try:
+                            self.listener.shutdown(socket.SHUT_RDWR)
+                        except OSError:
+                            pass
                         self.listener.close()
                         self.say("REFUSING")
                     return

@@ -4,7 +4,8 @@ import NearbyTestSupport
 
 /// `Tests/Relay/tcp_relay.py` running between a sender and the advertiser it sends to: it resets the connection
 /// after given byte counts, refuses new connections after the last cut, or throttles. Its stdout lines are
-/// collected; ``stop()`` ends it (SIGTERM, by PID) and returns the bytes it forwarded towards the advertiser.
+/// collected; ``stop()`` ends it (its standard input closes; SIGKILL by PID if it lingers) and returns the bytes it
+/// forwarded towards the advertiser.
 final class RelayProcess: Sendable {
     let pid: Int32
     let port: Int
@@ -74,9 +75,9 @@ final class RelayProcess: Sendable {
     /// How many connections it bridged so far.
     var connections: Int { output.filter { $0 == "CONNECTION" }.count }
 
-    /// Ends the relay (SIGTERM) and returns the bytes it forwarded towards the target.
+    /// Ends the relay (closing its standard input) and returns the bytes it forwarded towards the target.
     func stop() async throws -> Int64 {
-        if process.isRunning { kill(pid, SIGTERM) }
+        try? stdin.fileHandleForWriting.close()
         let line = try await eventually(within: 10, "the relay's count") {
             lines.withLock { $0.first { $0.hasPrefix("FORWARDED ") } }
         }
