@@ -99,6 +99,46 @@ extension WiFiLANIntegration {
             }
         }
 
+        @Test("a receiver killed mid-file and restarted on the same port and folder gets the rest of the file")
+        func receiverRestarted() async throws {
+            try await withScratch(timeout: 180, "a receiver killed and restarted mid-file") { scratch in
+                let file = try await scratch.urandomFile("restart.bin", size: Self.fileSize)
+                let digest = try await sha256Hex(of: file)
+                let serviceID = IntegrationEnvironment.uniqueServiceID("restart")
+                let receiveDirectory = try scratch.directory("received")
+                let arguments = [
+                    "advertise", "--service-id", serviceID, "--name", "restart-target", "--accept",
+                    "--receive-dir", receiveDirectory.path, "--json",
+                ]
+                let first = try scratch.launchCLI("advertiser-1", arguments)
+                let port = Int(try #require(try await first.waitForEvent("advertising").int("port")))
+                let sender = try scratch.launchCLI("sender", [
+                    "send", "--service-id", serviceID, "--address", "127.0.0.1:\(port)", "--name", "restart-sender",
+                    "--file", file.path, "--accept", "--json",
+                ])
+                try await first.waitForEvent("transfer_update", timeout: 60) {
+                    ($0.int("bytes") ?? 0) > Int64(Self.fileSize / 4) && $0.string("status") == "in_progress"
+                }
+                first.signal(SIGKILL)
+                _ = try await first.waitForExit()
+                let kept = directoryEntries(receiveDirectory)
+                #expect(kept.contains { $0.hasSuffix(".partial") } && kept.contains { $0.hasSuffix(".partial.resume") }, "\(kept)")
+                try await sender.waitForEvent("reconnecting", timeout: 30)
+
+                let second = try scratch.launchCLI("advertiser-2", arguments + ["--port", "\(port)"])
+                #expect(try await sender.waitForExit(timeout: 120) == 0, "\(sender.diagnostics)\n\(second.diagnostics)")
+                #expect(sender.events("reconnected").count == 1, "\(sender.diagnostics)")
+                let received = try await second.waitForEvent("payload_received", timeout: 30) { $0.string("type") == "file" }
+                #expect(received.string("sha256") == digest, "\(second.diagnostics)")
+                // It went on from where the first process stopped: the second one received far less than the file.
+                let firstProgress = try #require(second.events("transfer_update").first { $0.string("status") == "in_progress" })
+                #expect((firstProgress.int("bytes") ?? 0) > Int64(Self.fileSize / 4), "\(firstProgress)")
+                _ = try await eventually(within: 10, "no partial file or record left: \(directoryEntries(receiveDirectory))") {
+                    directoryEntries(receiveDirectory) == ["restart.bin"] ? true : nil
+                }
+            }
+        }
+
         @Test("over a 1 MB/s link, a sender that leaves right after its last payload loses nothing")
         func slowLinkSenderLeavesAtOnce() async throws {
             try await withScratch(timeout: 120, "a sender leaving at once over a slow link") { scratch in

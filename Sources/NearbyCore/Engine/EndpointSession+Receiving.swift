@@ -90,7 +90,12 @@ extension EndpointSession {
                 info = connectionInfo
                 arm(deadlines.initiated(now: clock.now))
                 logger.info("connection initiated", metadata: ["digits": "\(connectionInfo.verificationDigits)"])
-                onEvent(.initiated(connectionInfo))
+                if restarting {
+                    // A new connection to a restarted peer goes on with a connection our app accepted already.
+                    perform(machine.decide(accept: true), fromApp: true, into: &followUps)
+                } else {
+                    onEvent(.initiated(connectionInfo))
+                }
             case .enableEncryption(let context, let replay):
                 secure.context.withLock { $0 = context }
                 encryptionEnabledAt = clock.now
@@ -101,15 +106,22 @@ extension EndpointSession {
                 let terms = machine.terms
                 sender.awaitAcknowledgements(terms.awaitsPayloadAcks)
                 sink.acknowledge(Set([PayloadKind.bytes, .file, .stream].filter(terms.acknowledges)))
+                sink.keepResumeRecords(key: terms.resumes ? terms.reconnectKey : nil)
                 logger.debug("link terms", metadata: [
                     "peer_safe_to_disconnect_version": "\(terms.peerVersion)",
                     "shared_features": "\(terms.sharedFeatures.rawValue)"])
+                if restarting {
+                    restartedConnectionUp()
+                    continue
+                }
                 wasConnected = true
                 arm(deadlines.decided())
                 reachedConnected.withLock { $0 = true }
                 logger.info("connected")
                 if let info { onEvent(.connected(info)) }
                 followUps.append(.upgradeConnected)
+            case .rejected where restarting:
+                end(NearbyError(.connectionRejected, "the restarted peer rejected the reconnection"))
             case .rejected(let byPeer):
                 arm(deadlines.decided())
                 logger.info("connection rejected", metadata: ["by_peer": "\(byPeer)"])

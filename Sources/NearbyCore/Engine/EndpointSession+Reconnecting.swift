@@ -70,7 +70,9 @@ extension EndpointSession {
         await withCheckedContinuation { channelWaiter = $0 }
     }
 
-    /// The side that connected: opens new channels until one completes the handshake or the window passes.
+    /// The side that connected: opens new channels until one completes the handshake or the window passes. A peer
+    /// that refuses the introduction (its process restarted, so it holds no such endpoint) gets a new connection
+    /// instead, which its app accepts or not, and on which payloads resume from the partial files it kept.
     private func seekChannel() async {
         guard isOutgoing, let reconnectChannel, let key = machine.terms.reconnectKey else { return }
         var pause = Duration.milliseconds(100)
@@ -82,6 +84,12 @@ extension EndpointSession {
                         on: channel, endpointID: localEndpointID, peerEndpointID: peerEndpointID, key: key,
                         within: timeouts.handshake, clock: clock)
                     await adopt(channel, context: context)
+                    return
+                } catch is ReconnectHandshake.Refused {
+                    await channel.close()
+                    logger.info("the peer no longer knows this connection (restarted?); connecting anew")
+                    let fresh = try await reconnectChannel()
+                    await beginFreshConnection(on: fresh)
                     return
                 } catch {
                     await channel.close()
@@ -160,14 +168,57 @@ extension EndpointSession {
         startResuming()
     }
 
+    /// A new connection to a peer whose process restarted: the same endpoints, a new request and handshake on
+    /// `channel`; our side accepts by itself, the peer's app decides. Payloads resume once it is up.
+    private func beginFreshConnection(on channel: any EndpointChannel) async {
+        guard reconnecting, !ended, let fresh = machine.restarted(on: channel.medium) else {
+            await channel.close()
+            return
+        }
+        restarting = true
+        machine = fresh
+        channelGeneration += 1
+        readChannel = channel
+        await writer.revive(on: channel, context: nil)
+        guard !ended else { return }
+        reconnecting = false
+        reconnectTask = nil
+        peerSentEncrypted = false
+        encryptionEnabledAt = nil
+        arm(deadlines.start(outgoing: true))
+        channelWaiter?.resume()
+        channelWaiter = nil
+        await perform(machine.start())
+    }
+
+    /// The new connection to a restarted peer is up: the endpoint carries on, as after a reconnect.
+    func restartedConnectionUp() {
+        restarting = false
+        linkTimers.cancel(.reconnectWindow)
+        arm(deadlines.decided())
+        sender.chunkSize.withLock { $0 = readChannel.medium.maxTransmitPacketSize }
+        logger.info("reconnected on a new connection")
+        onEvent(.reconnected(endpointID: peerEndpointID, medium: readChannel.medium))
+        startResuming()
+    }
+
     /// Asks the receiver of every payload we were sending where it goes on; payload senders wait at the gate until
-    /// every answer is in.
+    /// every answer is in. A peer that does not resume (a restarted peer with auto-reconnect off) gets none: the
+    /// payloads fail, the connection goes on.
     private func startResuming() {
+        guard machine.terms.resumes else {
+            sender.unsuspend()
+            sender.abandonUnfinished()
+            gate.open()
+            return
+        }
         let pending = sender.unfinishedPayloadIDs()
         sender.unsuspend()
         awaitingResume = Set(pending)
+        payloadKeys = payloadKeys.filter { pending.contains($0.key) }
         for id in pending {
-            writer.post(writer.item(OfflineFrames.autoResume(.payloadResumeTransferStart, payloadID: id)))
+            let token = (payloadKeys[id] ?? machine.terms.reconnectKey).map { ResumableFiles.token(key: $0, payloadID: id) }
+            writer.post(writer.item(OfflineFrames.autoResume(.payloadResumeTransferStart, payloadID: id, resumeToken: token)))
         }
         if pending.isEmpty { gate.open() }
         logger.debug("resuming payloads", metadata: ["count": "\(pending.count)"])
@@ -178,7 +229,8 @@ extension EndpointSession {
         let id = frame.pendingPayloadID
         switch frame.eventType {
         case .payloadResumeTransferStart:
-            let point = sink.resumePoint(for: id)
+            let point = sink.resumePoint(
+                for: id, token: frame.hasResumeToken ? Array(frame.resumeToken) : nil, host: self)
             logger.debug("the peer resumes a payload", metadata: [
                 "payload_id": "\(id)", "outcome": "\(point.outcome)", "offset": "\(point.offset)"])
             writer.post(writer.item(OfflineFrames.autoResume(

@@ -79,6 +79,12 @@ public actor EndpointSession {
     var reconnectHandshakeTask: Task<Void, Never>?
     /// Auto-resume: our payloads whose receiver has not said yet where they go on.
     var awaitingResume: Set<PayloadID> = []
+    /// Auto-reconnect after the peer's process restarted: a new connection runs on the new channel, accepted on our
+    /// side without asking the app; it ends as `reconnected`.
+    var restarting = false
+    /// Auto-resume across a restart of the receiver: the reconnect key of the connection each of our payloads started
+    /// on (its resume token is made with it).
+    var payloadKeys: [PayloadID: [UInt8]] = [:]
     /// Set when this session handed its channel over to the endpoint it reconnects: the channel is not closed.
     var releasesChannel = false
     /// Our endpoint ID (the introduction of a reconnect names it).
@@ -109,6 +115,7 @@ public actor EndpointSession {
     ///   - clock: The clock every timer of the session sleeps on.
     ///   - reconnectChannel: Auto-reconnect, outgoing sessions: opens a new channel to the peer.
     ///   - reconnectTarget: Auto-reconnect, incoming sessions: finds the session a reconnecting channel is for.
+    ///   - resumable: Partial files a dead process of ours kept for their senders (auto-resume across a restart).
     package init(
         channel: any EndpointChannel, machine: ConnectionStateMachine, keepAlive: KeepAliveSettings,
         receiveDirectory: URL, timeouts: Timeouts = .init(), limits: ResourceLimits = .init(), logger: Logger,
@@ -117,6 +124,7 @@ public actor EndpointSession {
         clock: NearbyClock = .continuous,
         reconnectChannel: (@Sendable () async throws -> any EndpointChannel)? = nil,
         reconnectTarget: (@Sendable (_ endpointID: String) async -> EndpointSession?)? = nil,
+        resumable: ResumableFiles? = nil,
         onEvent: @escaping @Sendable (EndpointEvent) -> Void,
         onEnd: @escaping @Sendable (EndpointSession) -> Void = { _ in }
     ) {
@@ -152,7 +160,8 @@ public actor EndpointSession {
         sender = OutgoingPayloadSender(
             writer: writer, gate: gate, chunkSize: channel.medium.maxTransmitPacketSize, logger: logger, clock: clock,
             onEvent: onEvent)
-        sink = IncomingPayloadSink(limits: limits, receiveDirectory: receiveDirectory, clock: clock, onEvent: onEvent)
+        sink = IncomingPayloadSink(
+            limits: limits, receiveDirectory: receiveDirectory, clock: clock, resumable: resumable, onEvent: onEvent)
         upgrade = UpgradeCoordinator(
             role: machine.role == .incoming ? .initiator : .responder, writer: writer, gate: gate,
             mediums: upgradeMediums, autoUpgrade: autoUpgrade, localEndpointID: localEndpointID, timeouts: timeouts,
@@ -257,6 +266,7 @@ public actor EndpointSession {
             throw NearbyError(.endpointUnknown, "not connected to \(endpointIDValue ?? "the endpoint")")
         }
         try sender.send(source, id: id)
+        if let key = machine.terms.reconnectKey { payloadKeys[id] = key }
     }
 
     /// Cancels a payload in either direction; both sides see it as canceled.

@@ -35,23 +35,59 @@ final class IncomingPayloadSink {
     private var throttle = TransferUpdateThrottle()
     private let clock: NearbyClock
     private let onEvent: @Sendable (EndpointEvent) -> Void
+    /// Auto-resume across a restart: partial files a dead process of ours kept for their senders.
+    private let resumable: ResumableFiles?
+    /// Auto-resume across a restart: the key of the tokens in the resume records written beside new files
+    /// (``ResumableFiles``), when the sender resumes payloads.
+    private var recordKey: [UInt8]?
 
     init(
         limits: ResourceLimits, receiveDirectory: URL, clock: NearbyClock = .continuous,
-        onEvent: @escaping @Sendable (EndpointEvent) -> Void
+        resumable: ResumableFiles? = nil, onEvent: @escaping @Sendable (EndpointEvent) -> Void
     ) {
         tracker = IncomingPayloadTracker(limits: limits)
         files = ReceivedFileStore(directory: receiveDirectory, minimumFreeSpace: limits.minimumFreeDiskSpace)
         self.clock = clock
+        self.resumable = resumable
         self.onEvent = onEvent
     }
+
+    /// Auto-resume across a restart: from now on new files get a resume record with tokens under `key` (`nil`: no
+    /// records; the sender does not resume).
+    func keepResumeRecords(key: [UInt8]?) { recordKey = key }
 
     /// Whether the payload is being received.
     func isReceiving(_ id: PayloadID) -> Bool { tracker.activePayloadIDs.contains(id) }
 
     /// Auto-resume: where the peer goes on with a payload it was sending us (``IncomingPayloadTracker/resumePoint(for:)``).
-    func resumePoint(for id: PayloadID) -> (outcome: ProtoAutoResumeFrame.ResumeOutcome, offset: Int64, index: Int32) {
-        tracker.resumePoint(for: id)
+    /// A payload this connection never saw may be one a dead process of ours was receiving: when `token` opens its
+    /// kept partial file, the file is taken over and the payload goes on from the file's size.
+    func resumePoint(
+        for id: PayloadID, token: [UInt8]?, host: isolated any IncomingPayloadHost
+    ) -> (outcome: ProtoAutoResumeFrame.ResumeOutcome, offset: Int64, index: Int32) {
+        if tracker.isUnknown(id), let token, let resumable, let kept = resumable.claim(id, token: token) {
+            let record = kept.record
+            do {
+                let size = try files.adopt(
+                    id, folder: kept.folder, temporaryName: kept.temporaryName,
+                    fileName: ReceivedFileNames.sanitizeFileName(record.fileName), totalSize: record.totalSize)
+                ResumableFiles.remove(beside: kept.temporaryName, folder: kept.folder, in: files.directory)
+                if let location = files.temporaryLocation(id) {
+                    ResumableFiles.write(record, beside: location.name, folder: location.folder, in: files.directory)
+                }
+                tracker.restoreFile(
+                    id, fileName: record.fileName, parentFolder: kept.folder.joined(separator: "/"),
+                    totalSize: record.totalSize, received: size)
+                host.logger.info("resuming a file a previous process received in part", metadata: [
+                    "payload_id": "\(id)", "offset": "\(size)"])
+                let name = ReceivedFileNames.displayName(fileName: record.fileName, parentFolder: kept.folder.joined(separator: "/"))
+                onEvent(.fileStarted(endpointID: host.peerEndpointID, payloadID: id, name: name, totalBytes: record.totalSize))
+                return (.resumeFromOffset, size, 0)
+            } catch {
+                host.logger.error("cannot take over a kept partial file", metadata: ["payload_id": "\(id)", "error": "\(error)"])
+            }
+        }
+        return tracker.resumePoint(for: id)
     }
 
     /// Sets which kinds of payload the peer gets a PAYLOAD_ACK for (``LinkTerms/acknowledges(_:)``).
@@ -72,6 +108,7 @@ final class IncomingPayloadSink {
     /// The connection ended: partial files go (first, so nobody sees a failure while its partial file still
     /// exists), payloads under way fail, streams end with `error`.
     func failAll(endpointID: String, error: NearbyError?) {
+        for id in tracker.activePayloadIDs { removeRecord(id) }
         files.discardAll()
         for action in tracker.failAll() {
             if case .update(let update) = action {
@@ -99,6 +136,12 @@ final class IncomingPayloadSink {
             case .fileStarted(let id, let fileName, let parentFolder, let total):
                 do {
                     try files.begin(id, fileName: fileName, parentFolder: parentFolder, totalSize: total)
+                    if let recordKey, let location = files.temporaryLocation(id) {
+                        let record = ResumeRecord(
+                            payloadID: id, senderEndpointID: endpoint, fileName: fileName, folder: location.folder,
+                            totalSize: total, token: Hex.encode(ResumableFiles.token(key: recordKey, payloadID: id)))
+                        ResumableFiles.write(record, beside: location.name, folder: location.folder, in: files.directory)
+                    }
                     let name = ReceivedFileNames.displayName(fileName: fileName, parentFolder: parentFolder)
                     onEvent(.fileStarted(endpointID: endpoint, payloadID: id, name: name, totalBytes: total))
                 } catch {
@@ -118,6 +161,7 @@ final class IncomingPayloadSink {
                 }
             case .fileFinished(let id, let total):
                 guard !failedHere.contains(id) else { continue }
+                removeRecord(id)
                 if finishFile(id, total: total, endpoint: endpoint, logger: host.logger) {
                     if tracker.acknowledgedKinds.contains(.file) {
                         // Only once the file is in place under its final name.
@@ -143,7 +187,10 @@ final class IncomingPayloadSink {
                 guard !failedHere.contains(update.payloadID) else { continue }
                 report(update, endpoint: endpoint)
             case .discard(let id, let kind):
-                if kind == .file { files.discard(id) }
+                if kind == .file {
+                    removeRecord(id)
+                    files.discard(id)
+                }
                 streams.removeValue(forKey: id)?.fail(NearbyError(.endpointIoError, "stream payload \(id) did not complete"))
             case .sendControl(let frame):
                 host.sendControl(frame)
@@ -159,6 +206,12 @@ final class IncomingPayloadSink {
                     "incoming payload failed at a limit", metadata: ["payload_id": "\(id)", "error": "\(error)"])
             }
         }
+    }
+
+    /// Deletes the resume record of payload `id`'s temporary file, if it has one.
+    private func removeRecord(_ id: PayloadID) {
+        guard let location = files.temporaryLocation(id) else { return }
+        ResumableFiles.remove(beside: location.name, folder: location.folder, in: files.directory)
     }
 
     /// Moves a complete file into place and reports it; `false` when that failed (reported as a failure).

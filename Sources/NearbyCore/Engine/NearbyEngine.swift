@@ -33,6 +33,8 @@ package actor NearbyEngine {
     private let overflow: EventOverflowWarning
     /// The configuration's clock, wrapped once so that every session counts from the same start.
     private let clock: NearbyClock
+    /// Partial files a dead process of ours kept for senders that may come back (auto-resume across a restart).
+    private let resumable: ResumableFiles
 
     /// Creates an engine over `mediums` (in priority order).
     package init(configuration: EngineConfiguration, mediums: [any MediumDriver], localEndpointID: String? = nil) {
@@ -47,8 +49,21 @@ package actor NearbyEngine {
         logger[metadataKey: "service_id"] = "\(configuration.serviceID)"
         logger[metadataKey: "local_endpoint_id"] = "\(self.localEndpointID)"
         self.logger = logger
-        let stale = PartialFiles.removeStale(in: configuration.receiveDirectory)
+        let window = configuration.timeouts.autoReconnectWindow
+        let (stale, kept) = PartialFiles.removeStale(in: configuration.receiveDirectory, keepingResumableFor: window)
         if stale > 0 { logger.info("removed stale partial files of a crashed run", metadata: ["count": "\(stale)"]) }
+        let resumable = ResumableFiles(directory: configuration.receiveDirectory, kept: kept)
+        self.resumable = resumable
+        if !kept.isEmpty {
+            logger.info("keeping partial files of a crashed run for their senders", metadata: [
+                "count": "\(kept.count)", "window": "\(window)"])
+            let clock = self.clock
+            // Owner: none; it only sleeps out the window and deletes the files nobody claimed, then ends.
+            Task {
+                try? await clock.sleep(for: window)
+                resumable.expire()
+            }
+        }
         overflow = EventOverflowWarning(logger: logger, what: "engine events", limit: configuration.limits.maxBufferedEvents)
     }
 
@@ -293,6 +308,7 @@ package actor NearbyEngine {
             autoUpgrade: configuration.autoUpgradeBandwidth, localEndpointID: localEndpointID, clock: clock,
             reconnectChannel: reconnectChannel,
             reconnectTarget: { [weak self] endpointID in await self?.reconnectTarget(endpointID) },
+            resumable: resumable,
             onEvent: { [continuation, overflow] event in
                 // Yielded synchronously so events keep the order the session reports them in.
                 overflow.check(continuation.yield(.endpoint(event)))

@@ -42,7 +42,7 @@ package final class OutboundFrameWriter: Sendable {
         /// Auto-reconnect: everything before this was written to the broken channel or dropped; from now on write
         /// on this channel, sealed with this context (after the reconnect handshake). `done` is resumed once the
         /// writer switched.
-        case revive(any EndpointChannel, D2DSecureChannel, done: CheckedContinuation<Void, Never>)
+        case revive(any EndpointChannel, D2DSecureChannel?, done: CheckedContinuation<Void, Never>)
     }
 
     /// A queued frame and, for ``enqueue(_:)``, the producer waiting for the writer to take it.
@@ -176,7 +176,7 @@ package final class OutboundFrameWriter: Sendable {
     /// Auto-reconnect: the frames before the marker went to the broken channel (or were dropped); the writer
     /// carries on on `next`, sealing with `context` from now on.
     private func revive(
-        on next: any EndpointChannel, context: D2DSecureChannel, failure: inout (any Error)?, held: inout [Item]?
+        on next: any EndpointChannel, context: D2DSecureChannel?, failure: inout (any Error)?, held: inout [Item]?
     ) {
         failure = nil
         held = nil
@@ -188,8 +188,9 @@ package final class OutboundFrameWriter: Sendable {
     }
 
     /// Auto-reconnect: returns once every frame queued before was written to the broken channel or dropped and the
-    /// writer writes on `channel`, sealed with `context` (which also becomes the session's context for reading).
-    func revive(on channel: any EndpointChannel, context: D2DSecureChannel) async {
+    /// writer writes on `channel`, sealed with `context` (which also becomes the session's context for reading;
+    /// `nil`: plaintext, for a new connection's handshake).
+    func revive(on channel: any EndpointChannel, context: D2DSecureChannel?) async {
         await withCheckedContinuation { done in
             add(Entry(item: .revive(channel, context, done: done), taken: nil))
         }

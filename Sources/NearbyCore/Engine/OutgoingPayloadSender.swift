@@ -152,6 +152,28 @@ package final class OutgoingPayloadSender: Sendable {
         state.withLock { $0.suspended = false }
     }
 
+    /// After a reconnect to a peer that does not resume payloads: every payload under way fails (without a frame
+    /// about it: the peer never saw the rest), the connection goes on.
+    func abandonUnfinished() {
+        let waiting = state.withLock { state -> [(PayloadID, OutgoingPayloadState)] in
+            var settled: [(PayloadID, OutgoingPayloadState)] = []
+            for (id, payload) in state.payloads {
+                if payload.awaitingAck != nil {
+                    settled.append((id, payload))
+                    state.payloads[id] = nil
+                } else {
+                    state.payloads[id]?.peerEvent = .payloadError
+                }
+            }
+            return settled
+        }
+        for (id, payload) in waiting {
+            payload.parkedReader?.close()
+            report(id, kind: payload.kind, status: .failure, bytes: payload.awaitingAck?.bytes ?? 0,
+                   total: payload.awaitingAck?.total ?? -1)
+        }
+    }
+
     /// Auto-resume: the payloads to ask the receiver about after a reconnect (sending, waiting to send, or waiting
     /// for the peer's acknowledgement).
     func unfinishedPayloadIDs() -> [PayloadID] {

@@ -26,7 +26,12 @@ enum ReconnectHandshake {
         try await withDeadline(timeout, on: channel, clock: clock) {
             try await channel.writeFrame(OfflineFrames.serialize(OfflineFrames.autoReconnect(
                 .clientIntroduction, endpointID: endpointID, lastEndpointID: peerEndpointID)))
-            let ack = try reconnectFrame(try await read(channel))
+            guard let first = try await channel.readFrame() else {
+                // The peer took the channel and closed it at our introduction: it holds no such endpoint (a
+                // restarted process).
+                throw Refused()
+            }
+            let ack = try reconnectFrame(first)
             guard ack.eventType == .clientIntroductionAck else {
                 throw NearbyError(.invalidFrame, "expected AUTO_RECONNECT CLIENT_INTRODUCTION_ACK, got \(ack.eventType)")
             }
@@ -96,6 +101,9 @@ enum ReconnectHandshake {
             return context
         }
     }
+
+    /// The peer closed the channel at our introduction: it has no endpoint to reconnect (its process restarted).
+    struct Refused: Error {}
 
     /// The AUTO_RECONNECT frame in `body`.
     static func reconnectFrame(_ body: [UInt8]) throws -> ProtoAutoReconnectFrame {

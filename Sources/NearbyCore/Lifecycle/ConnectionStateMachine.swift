@@ -179,6 +179,15 @@ package struct ConnectionStateMachine: Sendable {
         return false
     }
 
+    /// Auto-reconnect after the peer's process restarted: a new outgoing machine for the same endpoints (a new
+    /// connection, with a new nonce and handshake) on `medium`; `nil` for an incoming machine.
+    package func restarted(on medium: MediumKind, nonce: Int32 = Int32.random(in: .min ... .max)) -> Self? {
+        guard role == .outgoing else { return nil }
+        return .outgoing(
+            local: local, medium: medium, peerEndpointID: peerEndpointID, peerEndpointInfo: peerEndpointInfo,
+            nonce: nonce)
+    }
+
     /// Outgoing only: the CONNECTION_REQUEST and ClientInit to send first.
     package mutating func start() -> [Action] {
         guard role == .outgoing, case .idle = state else {

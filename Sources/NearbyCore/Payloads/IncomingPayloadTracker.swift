@@ -123,6 +123,20 @@ package struct IncomingPayloadTracker: Sendable {
         return (.resumeFromOffset, 0, 0)
     }
 
+    /// Whether the tracker never saw payload `id` on this connection.
+    package func isUnknown(_ id: PayloadID) -> Bool { entries[id] == nil && !finished.contains(id) }
+
+    /// Auto-resume after a restart of this process: payload `id`, a FILE of which `received` bytes are in a kept
+    /// partial file, goes on from there.
+    package mutating func restoreFile(
+        _ id: PayloadID, fileName: String, parentFolder: String, totalSize: Int64, received: Int64
+    ) {
+        let header = OfflineFrames.payloadHeader(
+            id: id, type: .file, totalSize: totalSize, fileName: fileName, parentFolder: parentFolder)
+        entries[id] = Entry(kind: .file, header: header, received: received)
+        receivedBytes += received
+    }
+
     /// A file we had whole could not be put in place: it does not count as received.
     package mutating func notCompleted(_ id: PayloadID) {
         completed.remove(id)

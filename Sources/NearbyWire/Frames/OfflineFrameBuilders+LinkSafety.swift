@@ -62,13 +62,14 @@ extension OfflineFrames {
     /// extension field) or that it has the payload already or cannot continue it.
     package static func autoResume(
         _ event: ProtoAutoResumeFrame.EventType, payloadID: Int64, nextChunkIndex: Int32 = 0, nextOffset: Int64 = 0,
-        outcome: ProtoAutoResumeFrame.ResumeOutcome = .resumeFromOffset
+        outcome: ProtoAutoResumeFrame.ResumeOutcome = .resumeFromOffset, resumeToken: [UInt8]? = nil
     ) -> ProtoOfflineFrame {
         var frame = ProtoAutoResumeFrame()
         frame.eventType = event
         frame.pendingPayloadID = payloadID
         frame.nextPayloadChunkIndex = nextChunkIndex
         frame.version = 1
+        if let resumeToken { frame.resumeToken = Data(resumeToken) }
         if event == .payloadResumeTransferAck {
             frame.nextPayloadOffset = nextOffset
             frame.resumeOutcome = outcome

@@ -1735,6 +1735,18 @@ public nonisolated struct ProtoAutoResumeFrame: Sendable {
   /// Clears the value of `resumeOutcome`. Subsequent reads from it will return its default value.
   public mutating func clearResumeOutcome() {self._resumeOutcome = nil}
 
+  /// swift-nearby extension, in a START after the receiving process restarted: HMAC-SHA256 under the first
+  /// connection's reconnect key over "swift-nearby resume" and the payload ID, which the receiver kept beside the
+  /// partial file (docs/LINK-SAFETY.md).
+  public var resumeToken: Data {
+    get {_resumeToken ?? Data()}
+    set {_resumeToken = newValue}
+  }
+  /// Returns true if `resumeToken` has been explicitly set.
+  public var hasResumeToken: Bool {self._resumeToken != nil}
+  /// Clears the value of `resumeToken`. Subsequent reads from it will return its default value.
+  public mutating func clearResumeToken() {self._resumeToken = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum EventType: Int, SwiftProtobuf.Enum, Swift.CaseIterable {
@@ -1774,6 +1786,7 @@ public nonisolated struct ProtoAutoResumeFrame: Sendable {
   fileprivate var _version: Int32? = nil
   fileprivate var _nextPayloadOffset: Int64? = nil
   fileprivate var _resumeOutcome: ProtoAutoResumeFrame.ResumeOutcome? = nil
+  fileprivate var _resumeToken: Data? = nil
 }
 
 public nonisolated struct ProtoAutoReconnectFrame: Sendable {
@@ -4017,7 +4030,7 @@ nonisolated extension ProtoAuthenticationResultFrame: SwiftProtobuf.Message, Swi
 
 nonisolated extension ProtoAutoResumeFrame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AutoResumeFrame"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}event_type\0\u{3}pending_payload_id\0\u{3}next_payload_chunk_index\0\u{1}version\0\u{4}d\u{f}next_payload_offset\0\u{3}resume_outcome\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}event_type\0\u{3}pending_payload_id\0\u{3}next_payload_chunk_index\0\u{1}version\0\u{4}d\u{f}next_payload_offset\0\u{3}resume_outcome\0\u{3}resume_token\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4031,6 +4044,7 @@ nonisolated extension ProtoAutoResumeFrame: SwiftProtobuf.Message, SwiftProtobuf
       case 4: try { try decoder.decodeSingularInt32Field(value: &self._version) }()
       case 1000: try { try decoder.decodeSingularInt64Field(value: &self._nextPayloadOffset) }()
       case 1001: try { try decoder.decodeSingularEnumField(value: &self._resumeOutcome) }()
+      case 1002: try { try decoder.decodeSingularBytesField(value: &self._resumeToken) }()
       default: break
       }
     }
@@ -4059,6 +4073,9 @@ nonisolated extension ProtoAutoResumeFrame: SwiftProtobuf.Message, SwiftProtobuf
     try { if let v = self._resumeOutcome {
       try visitor.visitSingularEnumField(value: v, fieldNumber: 1001)
     } }()
+    try { if let v = self._resumeToken {
+      try visitor.visitSingularBytesField(value: v, fieldNumber: 1002)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -4069,6 +4086,7 @@ nonisolated extension ProtoAutoResumeFrame: SwiftProtobuf.Message, SwiftProtobuf
     if lhs._version != rhs._version {return false}
     if lhs._nextPayloadOffset != rhs._nextPayloadOffset {return false}
     if lhs._resumeOutcome != rhs._resumeOutcome {return false}
+    if lhs._resumeToken != rhs._resumeToken {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
