@@ -74,11 +74,11 @@ bluez_nearby_guest_received() {
         grep '"payload_received"' "$1" | grep -q "\"sha256\":\"$NEARBY_J_FILE_SHA256\""
 }
 
-# On the host: once the guest says j-ready, `nearby send` from our user-space host on controller $1. It lingers 3 s
-# after its payloads were written: a sender that disconnects at once lost its last frames (the file's last-chunk
-# mark, the goodbye) on the way into the slow guest in 3 of 9 runs on a loaded machine, so the guest saw the
-# connection end with the file incomplete. We announce no safe-to-disconnect (README limits), so nothing in the
-# protocol makes a sender wait for its peer.
+# On the host: once the guest says j-ready, `nearby send` from our user-space host on controller $1. It leaves as
+# soon as its payloads are sent, with no linger: both sides are swift-nearby, so a payload counts as sent only once
+# the guest acknowledged it (PAYLOAD_ACK) and the disconnect waits for the guest's safe-to-disconnect ack
+# (docs/LINK-SAFETY.md). Before those, a sender that disconnected at once lost its last frames on the way into the
+# slow guest in 3 of 9 runs on a loaded machine, and lingered 3 s to hide it.
 start_bluez_nearby_sender() {
     head -c 100000 /dev/urandom >"$work/j.bin"
     NEARBY_J_FILE_SHA256="$(sha256sum "$work/j.bin" | cut -d' ' -f1)"
@@ -91,7 +91,7 @@ start_bluez_nearby_sender() {
                     [[ -f "$run/j-ready$attempt" ]] && ! grep -qxF "$run" <<<"$known_runs" || continue
                     timeout 50 "$nearby" send --service-id "$j_service" --to-name "vmj$attempt" --name hostj --accept --json \
                         --bytes "$j_bytes" --file "$work/j.bin" --medium ble --hci "tcp:127.0.0.1:$1" --no-upgrade \
-                        --linger 3 --timeout 45 >"$work/j-send$attempt.out" 2>"$work/j-send$attempt.log"
+                        --timeout 45 >"$work/j-send$attempt.out" 2>"$work/j-send$attempt.log"
                     sent=1
                     break
                 done

@@ -83,6 +83,7 @@ public final class ConnectionManager: Sendable {
         self.options = options
         var timeouts = EndpointSession.Timeouts()
         timeouts.upgradeDelay = options.bandwidthUpgradeDelay
+        timeouts.autoReconnectWindow = options.autoReconnectWindow
         let (drivers, problems) = options.makeDrivers()
         for (kind, problem) in problems {
             options.logger.warning("medium unavailable", metadata: ["medium": "\(kind)", "error": "\(problem)"])
@@ -253,6 +254,10 @@ public final class ConnectionManager: Sendable {
             notify(delegate) { $0.connectionManager(self, didChangeTo: .connected, for: info.endpointID) }
         case .mediumChanged(let endpointID, let medium):
             broadcast(.mediumChanged(endpointID, medium: medium))
+        case .reconnecting(let endpointID, let error):
+            broadcast(.reconnecting(endpointID, error: error))
+        case .reconnected(let endpointID, let medium):
+            broadcast(.reconnected(endpointID, medium: medium))
         case .rejected(let endpointID, _):
             broadcast(.stateChanged(endpointID, .rejected, error: nil))
             notify(delegate) { $0.connectionManager(self, didChangeTo: .rejected, for: endpointID) }

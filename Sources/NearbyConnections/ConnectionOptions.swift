@@ -22,6 +22,11 @@ public struct ConnectionOptions: Sendable {
     /// How long an advertiser keeps a new connection on its first medium before offering the upgrade. Default:
     /// zero (at once, as other implementations do).
     public var bandwidthUpgradeDelay: Duration
+    /// How long a connection whose link broke without a goodbye waits for a new one (auto-reconnect and resume of
+    /// the payloads in flight), reported as ``ConnectionEvent/reconnecting(_:error:)`` and
+    /// ``ConnectionEvent/reconnected(_:medium:)``. Only between swift-nearby peers that both have it on; other
+    /// peers never see any of it. Zero turns it off. Default: 30 s.
+    public var autoReconnectWindow: Duration
     /// Limits on what peers can make this process hold: bytes received per connection, free disk space kept,
     /// open payloads, endpoints, decision and write deadlines. Default: `ResourceLimits.init()`.
     public var limits: ResourceLimits
@@ -37,8 +42,9 @@ public struct ConnectionOptions: Sendable {
         receiveDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
         keepAlive: KeepAliveSettings = .default, listenPort: Int? = nil, autoUpgradeBandwidth: Bool = true,
         bandwidthUpgradeDelay: Duration = .zero, limits: ResourceLimits = .init(),
-        logger: Logger = Logger(label: "nearby")
+        logger: Logger = Logger(label: "nearby"), autoReconnectWindow: Duration = .seconds(30)
     ) {
+        self.autoReconnectWindow = autoReconnectWindow
         self.mediums = mediums
         self.bluetoothController = bluetoothController
         self.receiveDirectory = receiveDirectory

@@ -102,6 +102,13 @@ public enum ConnectionEvent: Sendable {
     /// A bandwidth upgrade moved a connection to another medium (from BLE to Wi-Fi LAN). Payloads in flight
     /// carry on over the new medium.
     case mediumChanged(EndpointID, medium: MediumKind)
+    /// A connection's link broke without a goodbye and swift-nearby seeks a new one (auto-reconnect, only with
+    /// swift-nearby peers; ``ConnectionOptions/autoReconnectWindow``). Payloads in flight pause; ``reconnected(_:medium:)``
+    /// follows, or ``stateChanged(_:_:error:)`` to `.disconnected` once the window passed.
+    case reconnecting(EndpointID, error: NearbyError)
+    /// A new channel replaced the broken one, checked to belong to the same connection; payloads in flight go on
+    /// where the receiver is (files and streams from its next chunk, bytes whole).
+    case reconnected(EndpointID, medium: MediumKind)
     /// A BYTES payload arrived.
     case bytesReceived(EndpointID, PayloadID, Data)
     /// A FILE payload started arriving; it will be named `name` under the receive directory.

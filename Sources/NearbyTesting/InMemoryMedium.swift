@@ -78,6 +78,16 @@ public final class InMemoryMedium: MediumDriver {
         for channel in opened.withLock({ $0 }) { channel.stallsWrites.withLock { $0 = true } }
     }
 
+    /// Closes every channel this medium opened, as a link that breaks without a goodbye (Wi-Fi roaming, a peer
+    /// out of range): both ends read the end of the stream after the frames already on their way.
+    public func cutOpenedChannels() async {
+        let channels = opened.withLock { channels -> [InMemoryChannel] in
+            defer { channels = [] }
+            return channels
+        }
+        for channel in channels { await channel.close() }
+    }
+
     /// How many writes on the channels this medium opened are stuck now.
     public var stalledWriteCount: Int {
         opened.withLock { $0 }.reduce(0) { $0 + $1.stalledWrites.withLock { $0 } }

@@ -28,10 +28,13 @@ struct Benchmarks {
             limits.emit(to: report)
             await throughputAndLatency(cryptoLimit: limits.seal, latency: false)
         }
-        // 4. Memory per idle connection, against a fresh receiver process.
+        // 4. A transfer cut once and resumed, against the same transfer uncut.
+        if only == nil || only == "resume" { await ResumeBench(sizes: sizes, report: report).run() }
+
+        // 5. Memory per idle connection, against a fresh receiver process.
         if only == nil || only == "idle" { await idleConnectionMemory() }
 
-        // 5. Discovery, when Avahi is there.
+        // 6. Discovery, when Avahi is there.
         if only == nil || only == "discovery" { await discoveryLatency() }
 
         let abandoned = abandonedCalls.withLock { $0 }

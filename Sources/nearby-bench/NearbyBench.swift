@@ -43,7 +43,7 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "Small sizes: finishes in well under a minute.")
     var quick = false
 
-    @Option(help: ArgumentHelp("Run one group only: throughput, transfer (no connect latency), star, idle or discovery.", visibility: .hidden))
+    @Option(help: ArgumentHelp("Run one group only: throughput, transfer (no connect latency), star, resume, idle or discovery.", visibility: .hidden))
     var only: String?
 
     func run() async throws {

@@ -40,6 +40,13 @@ struct MediumChangedEvent: Encodable {
     var medium: String
 }
 
+/// `reconnecting`: the link broke without a goodbye; `reconnected` (fields of ``MediumChangedEvent``) or
+/// `disconnected` follows.
+struct ReconnectingEvent: Encodable {
+    var endpointID: String
+    var error: String
+}
+
 /// `endpoint_found`.
 struct EndpointFoundEvent: Encodable {
     var endpointID: String

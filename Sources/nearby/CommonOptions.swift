@@ -45,6 +45,11 @@ struct CommonOptions: ParsableArguments {
         help: "Bytes that must stay free on the receive directory's file system (default: 64 MiB).")
     var minFreeSpace: Int64?
 
+    @Option(
+        name: .customLong("reconnect-window"),
+        help: "Seconds a connection whose link broke waits for a new one, resuming payloads in flight (swift-nearby peers only; 0: off; default 30).")
+    var reconnectWindow: Double = 30
+
     @Option(name: .customLong("keep-alive-interval-ms"), help: .hidden)
     var keepAliveIntervalMillis: Int?
 
@@ -54,6 +59,9 @@ struct CommonOptions: ParsableArguments {
     func validate() throws {
         if let maxReceiveBytes, maxReceiveBytes < 0 {
             throw ValidationError("--max-receive-bytes must be 0 or more, got \(maxReceiveBytes)")
+        }
+        if !(reconnectWindow >= 0) {
+            throw ValidationError("--reconnect-window must be 0 or more seconds, got \(reconnectWindow)")
         }
         if let minFreeSpace, minFreeSpace < 0 {
             throw ValidationError("--min-free-space must be 0 or more, got \(minFreeSpace)")
@@ -133,7 +141,8 @@ struct CommonOptions: ParsableArguments {
         let options = ConnectionOptions(
             mediums: kinds.map(NearbyConnections.Medium.init), bluetoothController: choice.controller,
             receiveDirectory: receiveDirectory, keepAlive: keepAlive, listenPort: listenPort,
-            autoUpgradeBandwidth: !noUpgrade, limits: limits, logger: logger)
+            autoUpgradeBandwidth: !noUpgrade, limits: limits, logger: logger,
+            autoReconnectWindow: .milliseconds(Int64(reconnectWindow * 1000)))
         return ConnectionManager(serviceID: serviceID, strategy: strategy, options: options)
     }
 }

@@ -72,6 +72,14 @@ actor PeerSession {
             output.event(
                 "medium_changed", MediumChangedEvent(endpointID: id, medium: medium.rawValue),
                 human: "connection with \(id) moved to \(medium)")
+        case .reconnecting(let id, let error):
+            output.event(
+                "reconnecting", ReconnectingEvent(endpointID: id, error: error.message),
+                human: "the link with \(id) broke (\(error.message)); reconnecting")
+        case .reconnected(let id, let medium):
+            output.event(
+                "reconnected", MediumChangedEvent(endpointID: id, medium: medium.rawValue),
+                human: "reconnected to \(id) over \(medium)")
         case .bytesReceived(let id, let payloadID, let data):
             output.event(
                 "payload_received",

@@ -41,6 +41,16 @@ actor EventLog {
     }
 }
 
+extension EndpointSession.Timeouts {
+    /// The protocol's defaults with auto-reconnect off: for tests of what ends a connection (keep-alive silence,
+    /// stalled writes), which a swift-nearby pair would otherwise ride out by reconnecting (docs/LINK-SAFETY.md).
+    static var noReconnect: Self {
+        var timeouts = Self()
+        timeouts.autoReconnectWindow = .zero
+        return timeouts
+    }
+}
+
 /// Two engines on one in-memory air: an advertiser and a discoverer.
 struct EnginePair {
     let advertiser: NearbyEngine
@@ -61,13 +71,14 @@ struct EnginePair {
         keepAlive: KeepAliveSettings = .default, timeouts: EndpointSession.Timeouts = .init(),
         limits: ResourceLimits = .init(), discovererKeepAlive: KeepAliveSettings? = nil,
         discovererLimits: ResourceLimits? = nil, clock: any Clock<Duration> = ContinuousClock(),
+        air: InMemoryMedium.Air = InMemoryMedium.Air(),
         upgradeBeforeConnecting: (@Sendable () async throws -> Void)? = nil
     ) {
-        let air = InMemoryMedium.Air()
         receiveDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-core-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: receiveDirectory, withIntermediateDirectories: true)
         var logger = Logger(label: "test")
-        logger.logLevel = .critical
+        // NEARBY_TEST_LOG=debug (or trace, info, …) prints the engines' log while debugging a test.
+        logger.logLevel = ProcessInfo.processInfo.environment["NEARBY_TEST_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
         let configuration = EngineConfiguration(
             serviceID: "com.example.test", strategy: .pointToPoint, receiveDirectory: receiveDirectory,
             keepAlive: keepAlive, timeouts: timeouts, limits: limits, logger: logger, clock: clock)

@@ -109,7 +109,9 @@ struct EngineInMemoryTests {
     @Test("A peer that goes silent is disconnected after the keep-alive timeout", .timeLimit(.minutes(5)))
     func keepAliveTimeout() async throws {
         let clock = ManualClock()
-        let pair = EnginePair(keepAlive: KeepAliveSettings(interval: .milliseconds(500), timeout: .seconds(4)), clock: clock)
+        let pair = EnginePair(
+            keepAlive: KeepAliveSettings(interval: .milliseconds(500), timeout: .seconds(4)), timeouts: .noReconnect,
+            clock: clock)
         _ = try await pair.connect()
         pair.discovererMedium.freezeOpenedChannels()
         // Each side sleeps on its keep-alive send, keep-alive timeout and write deadline timers.

@@ -19,7 +19,7 @@ struct EngineLimitsTests {
         var limits = ResourceLimits()
         limits.writeTimeout = .seconds(1)
         let clock = ManualClock()
-        let pair = EnginePair(limits: limits, clock: clock)
+        let pair = EnginePair(timeouts: .noReconnect, limits: limits, clock: clock)
         _ = try await pair.connect()
         pair.discovererMedium.stallOpenedChannelWrites()
         try await pair.discoverer.send(.bytes([1, 2, 3]), to: "ADVR", id: 31)
@@ -176,8 +176,8 @@ struct EngineLimitsTests {
         limits.peerKeepAliveTimeoutRange = .seconds(1) ... .seconds(2)
         let clock = ManualClock()
         let pair = EnginePair(
-            limits: limits, discovererKeepAlive: KeepAliveSettings(interval: .seconds(3000), timeout: .seconds(6000)),
-            clock: clock)
+            timeouts: .noReconnect, limits: limits,
+            discovererKeepAlive: KeepAliveSettings(interval: .seconds(3000), timeout: .seconds(6000)), clock: clock)
         _ = try await pair.connect()
         pair.discovererMedium.freezeOpenedChannels()
         // Each side sleeps on its keep-alive send, keep-alive timeout and write deadline timers.

@@ -16,9 +16,11 @@ extension WiFiLANIntegration {
                     keepAlive: KeepAliveSettings(interval: .milliseconds(500), timeout: .seconds(3)))
                 let (_, port) = try await advertiser.advertise("watchful", scratch)
 
+                // Auto-reconnect off on the sender: between two swift-nearby peers the silence would otherwise open a
+                // reconnect window (docs/LINK-SAFETY.md); this test is about the keep-alive timeout itself.
                 let sender = try scratch.launchCLI("sender", [
                     "send", "--service-id", serviceID, "--address", "127.0.0.1:\(port)", "--name", "sleepy",
-                    "--bytes", "ping", "--accept", "--linger", "60",
+                    "--bytes", "ping", "--accept", "--linger", "60", "--reconnect-window", "0",
                     "--keep-alive-interval-ms", "500", "--keep-alive-timeout-ms", "3000", "--json",
                 ])
                 let (senderID, _) = try await advertiser.answerRequest(accept: true)

@@ -40,6 +40,11 @@ public enum EndpointEvent: Sendable {
     case mediumChanged(endpointID: String, medium: MediumKind)
     /// One side rejected the connection.
     case rejected(endpointID: String, byPeer: Bool)
+    /// The connection's channel broke without a goodbye and the endpoint waits for a new one (auto-reconnect,
+    /// between swift-nearby peers): payloads in flight pause. `reconnected` or `disconnected` follows.
+    case reconnecting(endpointID: String, error: NearbyError)
+    /// A new channel replaced the broken one: payloads in flight go on where the receiver is.
+    case reconnected(endpointID: String, medium: MediumKind)
     /// The connection ended (`error` is nil for a clean goodbye from either side).
     case disconnected(endpointID: String, error: NearbyError?)
     /// A connection attempt failed before both sides decided (handshake error, timeout, protocol error).

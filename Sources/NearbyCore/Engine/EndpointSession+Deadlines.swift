@@ -29,16 +29,16 @@ extension EndpointSession {
         case nil:
             break
         case .noConnectionRequest(let timeout):
-            await end(NearbyError(.timeout, "no connection request within \(timeout)"))
+            end(NearbyError(.timeout, "no connection request within \(timeout)"))
         case .handshake(let timeout):
-            await end(NearbyError(.timeout, "the handshake did not finish within \(timeout)"))
+            end(NearbyError(.timeout, "the handshake did not finish within \(timeout)"))
         case .decision:
             await decisionExpired()
         case .silence(let timeout):
-            await end(NearbyError(.timeout, "nothing heard from the peer for \(timeout)"))
+            channelBroke(NearbyError(.timeout, "nothing heard from the peer for \(timeout)"))
         case .stalledWrite(let deadline):
-            await end(NearbyError(
-                .timeout, "a write to the peer did not finish within \(deadline): the peer stopped reading"),
+            channelBroke(
+                NearbyError(.timeout, "a write to the peer did not finish within \(deadline): the peer stopped reading"),
                 closeAtOnce: true)
         case .sendKeepAlive:
             // Never waited for: a busy writer would not have been asked.
@@ -55,14 +55,17 @@ extension EndpointSession {
         let actions = machine.decide(accept: false)
         if !actions.isEmpty {
             logger.notice("no decision within \(timeout); rejecting")
-            await perform(actions, fromApp: true)
-            guard !ended else { return }
-            // The peer has not decided either: our rejection is on its way; end as rejected by us.
-            pendingRejection = false
-            await end(nil, closeDelay: timeouts.rejectedCloseDelay)
+            var followUps: [FollowUp] = []
+            perform(actions, fromApp: true, into: &followUps)
+            if !ended {
+                // The peer has not decided either: our rejection is on its way; end as rejected by us.
+                pendingRejection = false
+                end(nil, closeDelay: timeouts.rejectedCloseDelay)
+            }
+            await complete(followUps)
         } else if machine.isAwaitingDecisions {
             writer.post(writer.item(OfflineFrames.disconnection()))
-            await end(NearbyError(.timeout, "the peer did not accept or reject within \(timeout)"),
+            end(NearbyError(.timeout, "the peer did not accept or reject within \(timeout)"),
                       closeDelay: timeouts.disconnectDelay)
         }
     }
@@ -71,12 +74,13 @@ extension EndpointSession {
 
     /// Ends the session. With `closeAtOnce` (a write is stuck) the channel is closed before anything else, which
     /// fails the stuck write; otherwise queued frames get ``Timeouts/drainBeforeClose`` to go out.
-    func end(_ error: NearbyError?, closeDelay: Duration = .zero, report: Bool = true, closeAtOnce: Bool = false) async {
+    func end(_ error: NearbyError?, closeDelay: Duration = .zero, report: Bool = true, closeAtOnce: Bool = false) {
         guard !ended else { return }
         ended = true
         hasEnded.withLock { $0 = true }
         machine.close()
         timers.stop()
+        linkTimers.stop()
         sender.stop()
         upgrade.stop()
         gate.open()
@@ -96,9 +100,17 @@ extension EndpointSession {
             }
         }
         sink.failAll(endpointID: endpoint, error: error)
+        let waiters = endWaiters
+        endWaiters = []
+        for waiter in waiters { waiter.resume() }
+        reconnectTask?.cancel()
+        reconnectHandshakeTask?.cancel()
+        channelWaiter?.resume()
+        channelWaiter = nil
         let writer = self.writer
         let writerTask = self.writerTask
         let channel = self.readChannel
+        let releasesChannel = self.releasesChannel
         let upgrade = self.upgrade
         let onEnd = self.onEnd
         let drainTimeout = timeouts.drainBeforeClose
@@ -122,8 +134,10 @@ extension EndpointSession {
             }
             // Lingering for the peer to read our last frames is pointless when it stopped reading.
             if closeDelay > .zero, drained { try? await clock.sleep(for: closeDelay) }
-            await channel.close()
-            await writer.channel.close()
+            if !releasesChannel {
+                await channel.close()
+                await writer.channel.close()
+            }
             await upgrade.release()
             onEnd(self)
         }

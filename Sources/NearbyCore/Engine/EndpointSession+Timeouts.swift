@@ -11,8 +11,18 @@ extension EndpointSession {
         public var plaintextKeepAliveWindow: Duration = .seconds(3)
         /// How long the channel stays open after we rejected, so the peer reads our response.
         public var rejectedCloseDelay: Duration = .seconds(2)
-        /// How long we wait after saying goodbye before closing.
+        /// How long we wait after saying goodbye before closing, with a peer at `safe_to_disconnect_version` 0.
         public var disconnectDelay: Duration = .milliseconds(500)
+        /// Safe-to-disconnect: how long a disconnect waits for the peer to confirm it read everything we sent
+        /// (its `{request, ack}` DISCONNECTION) before closing anyway. Default: 30 s, as Google's.
+        public var safeDisconnectAck: Duration = .seconds(30)
+        /// Safe-to-disconnect: after we confirmed the peer's request, how long we wait for it to close the channel
+        /// before closing it ourselves. Default: 10 s, as Google's.
+        public var peerLeavingClose: Duration = .seconds(10)
+        /// Auto-reconnect: how long an endpoint whose channel broke without a goodbye stays in the reconnecting
+        /// state while a new channel is sought; zero turns auto-reconnect off. Only between swift-nearby peers
+        /// that both have it on. Default: 30 s.
+        public var autoReconnectWindow: Duration = .seconds(30)
         /// How long frames already queued may take to reach the socket when the connection ends, before the
         /// channel is closed under them. Kept short so that ``EndpointSession/disconnect()`` returns within 5 s even
         /// when the peer stopped reading.

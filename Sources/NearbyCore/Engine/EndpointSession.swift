@@ -57,6 +57,44 @@ public actor EndpointSession {
     /// ended sessions).
     nonisolated let hasEnded = LockedValue(false)
     var ended = false
+    /// Callers of ``waitUntilEnded()``.
+    var endWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Timers of the connection's end and of reconnecting (``LinkTimer``).
+    let linkTimers: SessionTimers<LinkTimer>
+    /// Set once the peer asked for a safe disconnect and we confirmed: its closing the channel is the clean end.
+    var peerLeaving = false
+    /// Auto-reconnect: whether the channel broke and the endpoint waits for a new one.
+    var reconnecting = false
+    /// Auto-reconnect: why the channel broke last.
+    var reconnectCause: NearbyError?
+    /// Counts the channels read from; a frame or error from an older one is ignored.
+    var channelGeneration = 0
+    /// The read loop, waiting for a new channel while reconnecting.
+    var channelWaiter: CheckedContinuation<Void, Never>?
+    /// Auto-reconnect: closes the broken channel and, on the side that connected, seeks a new one. Owner: this
+    /// session; it ends once a new channel is adopted or the window passed, and is cancelled when the session ends.
+    var reconnectTask: Task<Void, Never>?
+    /// Auto-reconnect, the side that was connected to: the handshake on a channel that introduced itself for this
+    /// endpoint. Owner: this session; bounded by the handshake timeout, cancelled when the session ends.
+    var reconnectHandshakeTask: Task<Void, Never>?
+    /// Auto-resume: our payloads whose receiver has not said yet where they go on.
+    var awaitingResume: Set<PayloadID> = []
+    /// Auto-reconnect after the peer's process restarted: a new connection runs on the new channel, accepted on our
+    /// side without asking the app; it ends as `reconnected`.
+    var restarting = false
+    /// Auto-resume across a restart of the receiver: the reconnect key of the connection each of our payloads started
+    /// on (its resume token is made with it).
+    var payloadKeys: [PayloadID: [UInt8]] = [:]
+    /// Set when this session handed its channel over to the endpoint it reconnects: the channel is not closed.
+    var releasesChannel = false
+    /// Our endpoint ID (the introduction of a reconnect names it).
+    let localEndpointID: String
+    /// Auto-reconnect, the side that connected: opens a new channel to the peer (same route, or where discovery
+    /// sees it now).
+    let reconnectChannel: (@Sendable () async throws -> any EndpointChannel)?
+    /// Auto-reconnect, the side that was connected to: the session of the endpoint a new channel introduced
+    /// itself for.
+    let reconnectTarget: (@Sendable (_ endpointID: String) async -> EndpointSession?)?
     var writerTask: Task<(any Error)?, Never>?
     /// Signalled when ``run()`` returns.
     private nonisolated let runFinished = CompletionSignal()
@@ -79,21 +117,31 @@ public actor EndpointSession {
     ///   - bufferBudget: The engine's budget of buffered BYTES payload bytes (``ResourceLimits/maxBufferedBytes``),
     ///     shared by its endpoints; `nil`: only the per-endpoint limit applies.
     ///   - clock: The clock every timer of the session sleeps on.
+    ///   - reconnectChannel: Auto-reconnect, outgoing sessions: opens a new channel to the peer.
+    ///   - reconnectTarget: Auto-reconnect, incoming sessions: finds the session a reconnecting channel is for.
+    ///   - resumable: Partial files a dead process of ours kept for their senders (auto-resume across a restart).
     package init(
         channel: any EndpointChannel, machine: ConnectionStateMachine, keepAlive: KeepAliveSettings,
         receiveDirectory: URL, timeouts: Timeouts = .init(), limits: ResourceLimits = .init(),
         bufferBudget: BufferedBytesBudget? = nil, logger: Logger, admission: Admission? = nil,
         upgradeMediums: [any MediumDriver] = [], autoUpgrade: Bool = true, localEndpointID: String = "",
         clock: NearbyClock = .continuous,
+        reconnectChannel: (@Sendable () async throws -> any EndpointChannel)? = nil,
+        reconnectTarget: (@Sendable (_ endpointID: String) async -> EndpointSession?)? = nil,
+        resumable: ResumableFiles? = nil,
         onEvent: @escaping @Sendable (EndpointEvent) -> Void,
         onEnd: @escaping @Sendable (EndpointSession) -> Void = { _ in }
     ) {
+        self.localEndpointID = localEndpointID
+        self.reconnectChannel = reconnectChannel
+        self.reconnectTarget = reconnectTarget
         readChannel = channel
         self.machine = machine
         isOutgoing = machine.role == .outgoing
         requestNonce = machine.requestNonce
         self.clock = clock
         timers = SessionTimers(clock: clock)
+        linkTimers = SessionTimers(clock: clock)
         deadlines = SessionDeadlines(
             keepAlive: keepAlive, connectionRequestTimeout: timeouts.connectionRequest,
             handshakeTimeout: timeouts.handshake, decisionTimeout: limits.pendingDecisionTimeout,
@@ -117,7 +165,8 @@ public actor EndpointSession {
             writer: writer, gate: gate, chunkSize: channel.medium.maxTransmitPacketSize, logger: logger, clock: clock,
             onEvent: onEvent)
         sink = IncomingPayloadSink(
-            limits: limits, receiveDirectory: receiveDirectory, clock: clock, bufferBudget: bufferBudget, onEvent: onEvent)
+            limits: limits, receiveDirectory: receiveDirectory, clock: clock, bufferBudget: bufferBudget,
+            resumable: resumable, onEvent: onEvent)
         upgrade = UpgradeCoordinator(
             role: machine.role == .incoming ? .initiator : .responder, writer: writer, gate: gate,
             mediums: upgradeMediums, autoUpgrade: autoUpgrade, localEndpointID: localEndpointID, timeouts: timeouts,
@@ -151,27 +200,41 @@ public actor EndpointSession {
         guard !ended else { return }
         let writer = self.writer
         writer.onFailure { [weak self] failure in
-            // A failed write drops every later frame: the session is over even if the read loop does not notice
+            // A failed write drops every later frame: the channel is broken even if the read loop does not notice
             // (it may be waiting for the app to take a stream chunk).
             guard let self else { return }
-            Task { await self.end(failure) }
+            // Owner: none; it only hands the failure to the session and ends.
+            Task { await self.writerFailed(failure) }
         }
         writerTask = Task { await writer.run() }
         arm(deadlines.start(outgoing: isOutgoing))
         if isOutgoing { await perform(machine.start()) }
         while !ended {
+            if reconnecting {
+                await waitForChannel()
+                continue
+            }
+            let generation = channelGeneration
             do {
                 guard let body = try await readChannel.readFrame() else {
+                    guard generation == channelGeneration else { continue }
+                    if peerLeaving {
+                        end(nil)
+                        break
+                    }
                     if machine.isAwaitingDecisions {
                         let actions = machine.peerGone()
                         if case .rejected = actions.first { await perform(actions) }
                     }
-                    await end(NearbyError(.endpointIoError, "the peer closed the connection"))
-                    break
+                    channelBroke(NearbyError(.endpointIoError, "the peer closed the connection"))
+                    continue
                 }
+                // A frame of a channel replaced meanwhile (auto-reconnect) is not for the new keys.
+                guard generation == channelGeneration else { continue }
                 await handle(body)
             } catch {
-                await end(Self.nearbyError(error, "reading from the peer failed"))
+                guard generation == channelGeneration else { continue }
+                channelBroke(Self.nearbyError(error, "reading from the peer failed"))
             }
         }
     }
@@ -186,24 +249,11 @@ public actor EndpointSession {
         await perform(machine.decide(accept: accept), fromApp: true)
     }
 
-    /// Says goodbye and closes the connection; returns once the channel is closed, and always within
-    /// ``disconnectReturnBound``: a peer that stopped reading cannot hold it (the goodbye is queued without
-    /// waiting, and the channel is closed under a stuck write in the background).
-    public func disconnect() async {
-        if !ended {
-            if machine.isConnected || machine.isAwaitingDecisions {
-                writer.post(writer.item(OfflineFrames.disconnection()))
-            }
-            await end(nil, closeDelay: timeouts.disconnectDelay)
-        }
-        if let closeTask { await Self.wait(for: closeTask, atMost: Self.disconnectReturnBound, on: clock) }
-    }
-
     /// The longest ``disconnect()`` waits for the channel to close.
     public static let disconnectReturnBound: Duration = .seconds(3)
 
     /// Waits for `task`, or for `bound` of `clock` when it takes longer (the task goes on).
-    private static func wait(for task: Task<Void, Never>, atMost bound: Duration, on clock: NearbyClock) async {
+    static func wait(for task: Task<Void, Never>, atMost bound: Duration, on clock: NearbyClock) async {
         let race = AsyncStream<Void>.makeStream()
         let watcher = Task {
             await task.value
@@ -227,13 +277,16 @@ public actor EndpointSession {
             throw NearbyError(.endpointUnknown, "not connected to \(endpointIDValue ?? "the endpoint")")
         }
         try sender.send(source, id: id)
+        if let key = machine.terms.reconnectKey { payloadKeys[id] = key }
     }
 
     /// Cancels a payload in either direction; both sides see it as canceled.
     public func cancel(_ id: PayloadID) async -> Bool {
         if sender.cancel(id) { return true }
         if sink.isReceiving(id) {
-            await sink.cancel(id, host: self)
+            var followUps: [FollowUp] = []
+            sink.cancel(id, host: self, into: &followUps)
+            await complete(followUps)
             return true
         }
         return false

@@ -11,20 +11,22 @@ protocol IncomingPayloadHost: Actor {
     var peerEndpointID: String { get }
     /// The session's logger.
     var logger: Logger { get }
-    /// Sends a control frame the tracker asked for (waits when the writer's backlog is full).
-    func sendControl(_ frame: ProtoOfflineFrame) async
+    /// Queues a control frame the tracker asked for (the sink adds a ``FollowUp/writerRoom`` after it).
+    func sendControl(_ frame: ProtoOfflineFrame)
     /// The peer canceled or failed a payload we send.
     func peerControlledOutgoing(_ id: PayloadID, event: ProtoPayloadTransferFrame.ControlMessage.EventType)
     /// The peer broke the payload protocol: the session ends.
-    func payloadViolation(_ error: NearbyError) async
-    /// The read loop waits for the app to take a stream chunk (`true`), or goes on (`false`).
-    func streamDelivery(started: Bool)
+    func payloadViolation(_ error: NearbyError)
+    /// The peer acknowledged a payload we sent (PAYLOAD_ACK).
+    func peerAcknowledgedOutgoing(_ id: PayloadID)
 }
 
 /// Receives an endpoint's incoming payloads: performs the ``IncomingPayloadTracker``'s actions, writes files
 /// through the ``ReceivedFileStore``, hands stream chunks to the app, and reports ``EndpointEvent``s.
 ///
-/// Owned by one session and used only on its actor (every call passes the session as the isolated host).
+/// Owned by one session and used only on its actor (every call passes the session as the isolated host). It never
+/// suspends: handing a stream chunk to the app, the one thing that waits, is returned as a ``FollowUp`` for the
+/// session to await once the frame's actions are done.
 final class IncomingPayloadSink {
     private var tracker: IncomingPayloadTracker
     private let files: ReceivedFileStore
@@ -33,14 +35,21 @@ final class IncomingPayloadSink {
     private var throttle = TransferUpdateThrottle()
     private let clock: NearbyClock
     private let onEvent: @Sendable (EndpointEvent) -> Void
+    /// Auto-resume across a restart: partial files a dead process of ours kept for their senders.
+    private let resumable: ResumableFiles?
+    /// Auto-resume across a restart: the key of the tokens in the resume records written beside new files
+    /// (``ResumableFiles``), when the sender resumes payloads.
+    private var recordKey: [UInt8]?
 
     init(
         limits: ResourceLimits, receiveDirectory: URL, clock: NearbyClock = .continuous,
-        bufferBudget: BufferedBytesBudget? = nil, onEvent: @escaping @Sendable (EndpointEvent) -> Void
+        bufferBudget: BufferedBytesBudget? = nil, resumable: ResumableFiles? = nil,
+        onEvent: @escaping @Sendable (EndpointEvent) -> Void
     ) {
         tracker = IncomingPayloadTracker(limits: limits, budget: bufferBudget)
         files = ReceivedFileStore(directory: receiveDirectory, minimumFreeSpace: limits.minimumFreeDiskSpace)
         self.clock = clock
+        self.resumable = resumable
         self.onEvent = onEvent
     }
 
@@ -49,22 +58,63 @@ final class IncomingPayloadSink {
         tracker.releaseBuffers()
     }
 
+    /// Auto-resume across a restart: from now on new files get a resume record with tokens under `key` (`nil`: no
+    /// records; the sender does not resume).
+    func keepResumeRecords(key: [UInt8]?) { recordKey = key }
+
     /// Whether the payload is being received.
     func isReceiving(_ id: PayloadID) -> Bool { tracker.activePayloadIDs.contains(id) }
 
+    /// Auto-resume: where the peer goes on with a payload it was sending us (``IncomingPayloadTracker/resumePoint(for:)``).
+    /// A payload this connection never saw may be one a dead process of ours was receiving: when `token` opens its
+    /// kept partial file, the file is taken over and the payload goes on from the file's size.
+    func resumePoint(
+        for id: PayloadID, token: [UInt8]?, host: isolated any IncomingPayloadHost
+    ) -> (outcome: ProtoAutoResumeFrame.ResumeOutcome, offset: Int64, index: Int32) {
+        if tracker.isUnknown(id), let token, let resumable, let kept = resumable.claim(id, token: token) {
+            let record = kept.record
+            do {
+                let size = try files.adopt(
+                    id, folder: kept.folder, temporaryName: kept.temporaryName,
+                    fileName: ReceivedFileNames.sanitizeFileName(record.fileName), totalSize: record.totalSize)
+                ResumableFiles.remove(beside: kept.temporaryName, folder: kept.folder, in: files.directory)
+                if let location = files.temporaryLocation(id) {
+                    ResumableFiles.write(record, beside: location.name, folder: location.folder, in: files.directory)
+                }
+                tracker.restoreFile(
+                    id, fileName: record.fileName, parentFolder: kept.folder.joined(separator: "/"),
+                    totalSize: record.totalSize, received: size)
+                host.logger.info("resuming a file a previous process received in part", metadata: [
+                    "payload_id": "\(id)", "offset": "\(size)"])
+                let name = ReceivedFileNames.displayName(fileName: record.fileName, parentFolder: kept.folder.joined(separator: "/"))
+                onEvent(.fileStarted(endpointID: host.peerEndpointID, payloadID: id, name: name, totalBytes: record.totalSize))
+                return (.resumeFromOffset, size, 0)
+            } catch {
+                host.logger.error("cannot take over a kept partial file", metadata: ["payload_id": "\(id)", "error": "\(error)"])
+            }
+        }
+        return tracker.resumePoint(for: id)
+    }
+
+    /// Sets which kinds of payload the peer gets a PAYLOAD_ACK for (``LinkTerms/acknowledges(_:)``).
+    func acknowledge(_ kinds: Set<PayloadKind>) { tracker.acknowledgedKinds = kinds }
+
     /// A PAYLOAD_TRANSFER frame from the peer.
-    func receive(_ frame: ProtoPayloadTransferFrame, host: isolated any IncomingPayloadHost) async {
-        await perform(tracker.receive(frame), host: host)
+    func receive(
+        _ frame: ProtoPayloadTransferFrame, host: isolated any IncomingPayloadHost, into followUps: inout [FollowUp]
+    ) {
+        perform(tracker.receive(frame), host: host, into: &followUps)
     }
 
     /// Our app cancels a payload we receive (the peer is told).
-    func cancel(_ id: PayloadID, host: isolated any IncomingPayloadHost) async {
-        await perform(tracker.cancel(id), host: host)
+    func cancel(_ id: PayloadID, host: isolated any IncomingPayloadHost, into followUps: inout [FollowUp]) {
+        perform(tracker.cancel(id), host: host, into: &followUps)
     }
 
     /// The connection ended: partial files go (first, so nobody sees a failure while its partial file still
     /// exists), payloads under way fail, streams end with `error`.
     func failAll(endpointID: String, error: NearbyError?) {
+        for id in tracker.activePayloadIDs { removeRecord(id) }
         files.discardAll()
         for action in tracker.failAll() {
             if case .update(let update) = action {
@@ -77,7 +127,10 @@ final class IncomingPayloadSink {
         streams.removeAll()
     }
 
-    private func perform(_ actions: [IncomingPayloadTracker.Action], host: isolated any IncomingPayloadHost) async {
+    private func perform(
+        _ actions: [IncomingPayloadTracker.Action], host: isolated any IncomingPayloadHost,
+        into followUps: inout [FollowUp]
+    ) {
         let endpoint = host.peerEndpointID
         // A file that failed here (its folder or a write) already reported `failure`: the rest of this batch
         // (its chunk, its progress, its end) must not follow with more updates.
@@ -89,12 +142,18 @@ final class IncomingPayloadSink {
             case .fileStarted(let id, let fileName, let parentFolder, let total):
                 do {
                     try files.begin(id, fileName: fileName, parentFolder: parentFolder, totalSize: total)
+                    if let recordKey, let location = files.temporaryLocation(id) {
+                        let record = ResumeRecord(
+                            payloadID: id, senderEndpointID: endpoint, fileName: fileName, folder: location.folder,
+                            totalSize: total, token: Hex.encode(ResumableFiles.token(key: recordKey, payloadID: id)))
+                        ResumableFiles.write(record, beside: location.name, folder: location.folder, in: files.directory)
+                    }
                     let name = ReceivedFileNames.displayName(fileName: fileName, parentFolder: parentFolder)
                     onEvent(.fileStarted(endpointID: endpoint, payloadID: id, name: name, totalBytes: total))
                 } catch {
                     host.logger.error("cannot receive file", metadata: ["payload_id": "\(id)", "error": "\(error)"])
                     failedHere.insert(id)
-                    await perform(tracker.failLocally(id), host: host)
+                    perform(tracker.failLocally(id), host: host, into: &followUps)
                 }
             case .fileChunk(let id, let data):
                 guard !failedHere.contains(id) else { continue }
@@ -104,11 +163,20 @@ final class IncomingPayloadSink {
                     host.logger.error(
                         "writing a received file failed", metadata: ["payload_id": "\(id)", "error": "\(error)"])
                     failedHere.insert(id)
-                    await perform(tracker.failLocally(id), host: host)
+                    perform(tracker.failLocally(id), host: host, into: &followUps)
                 }
             case .fileFinished(let id, let total):
                 guard !failedHere.contains(id) else { continue }
-                finishFile(id, total: total, endpoint: endpoint, logger: host.logger)
+                removeRecord(id)
+                if finishFile(id, total: total, endpoint: endpoint, logger: host.logger) {
+                    if tracker.acknowledgedKinds.contains(.file) {
+                        // Only once the file is in place under its final name.
+                        host.sendControl(OfflineFrames.payloadAck(id: id))
+                        followUps.append(.writerRoom)
+                    }
+                } else {
+                    tracker.notCompleted(id)
+                }
             case .streamStarted(let id):
                 // No buffer between the read loop and the app: each chunk is handed over when the app asks for
                 // it, so an app that does not read holds the read loop, the socket fills and the sender waits.
@@ -117,23 +185,28 @@ final class IncomingPayloadSink {
                 onEvent(.streamReceived(endpointID: endpoint, payloadID: id, stream: IncomingByteStream(channel: stream)))
             case .streamChunk(let id, let data):
                 guard let stream = streams[id] else { break }
-                host.streamDelivery(started: true)
-                await stream.send(Array(data))
-                host.streamDelivery(started: false)
+                followUps.append(.stream(.chunk(stream, Array(data))))
             case .streamFinished(let id):
-                streams.removeValue(forKey: id)?.finish()
+                // After the chunks before it, which are handed over later.
+                if let stream = streams.removeValue(forKey: id) { followUps.append(.stream(.finish(stream))) }
             case .update(let update):
                 guard !failedHere.contains(update.payloadID) else { continue }
                 report(update, endpoint: endpoint)
             case .discard(let id, let kind):
-                if kind == .file { files.discard(id) }
+                if kind == .file {
+                    removeRecord(id)
+                    files.discard(id)
+                }
                 streams.removeValue(forKey: id)?.fail(NearbyError(.endpointIoError, "stream payload \(id) did not complete"))
             case .sendControl(let frame):
-                await host.sendControl(frame)
+                host.sendControl(frame)
+                followUps.append(.writerRoom)
             case .outgoingControl(let id, let event):
                 host.peerControlledOutgoing(id, event: event)
+            case .outgoingAcknowledged(let id):
+                host.peerAcknowledgedOutgoing(id)
             case .violation(let error):
-                await host.payloadViolation(error)
+                host.payloadViolation(error)
             case .limitExceeded(let id, let error):
                 host.logger.warning(
                     "incoming payload failed at a limit", metadata: ["payload_id": "\(id)", "error": "\(error)"])
@@ -141,18 +214,27 @@ final class IncomingPayloadSink {
         }
     }
 
-    private func finishFile(_ id: PayloadID, total: Int64, endpoint: String, logger: Logger) {
+    /// Deletes the resume record of payload `id`'s temporary file, if it has one.
+    private func removeRecord(_ id: PayloadID) {
+        guard let location = files.temporaryLocation(id) else { return }
+        ResumableFiles.remove(beside: location.name, folder: location.folder, in: files.directory)
+    }
+
+    /// Moves a complete file into place and reports it; `false` when that failed (reported as a failure).
+    private func finishFile(_ id: PayloadID, total: Int64, endpoint: String, logger: Logger) -> Bool {
         do {
             let url = try files.finish(id, expectedSize: total)
             onEvent(.fileReceived(endpointID: endpoint, payloadID: id, url: url, name: url.lastPathComponent))
             report(
                 PayloadTransferUpdate(payloadID: id, kind: .file, status: .success, bytesTransferred: total, totalBytes: total),
                 endpoint: endpoint)
+            return true
         } catch {
             logger.error("finishing a received file failed", metadata: ["payload_id": "\(id)", "error": "\(error)"])
             report(
                 PayloadTransferUpdate(payloadID: id, kind: .file, status: .failure, bytesTransferred: total, totalBytes: total),
                 endpoint: endpoint)
+            return false
         }
     }
 

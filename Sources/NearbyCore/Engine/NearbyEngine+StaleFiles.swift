@@ -7,16 +7,21 @@ extension NearbyEngine {
     /// home or build folder): the sweep once held up advertising for minutes, silently, on a slow file system. It
     /// only deletes files of processes that are gone, so it runs next to transfers of this one.
     ///
+    /// Partial files with a fresh resume record are kept for their senders (auto-resume across a restart): they go
+    /// to `resumable`, and once `window` passed, those nobody claimed are deleted.
+    ///
     /// Owner: the engine's scope; ``shutdown()`` cancels the returned child (the sweep stops at its next directory
-    /// entry) and waits for `ended`, which is signalled when the sweep returns.
+    /// entry; kept files stay for the next start) and waits for `ended`, which is signalled when the child returns.
     static func startStaleFileCleanup(
-        in directory: URL, logger: Logger, scope: TaskScope, ended: CompletionSignal
+        in directory: URL, keepingFor window: Duration, into resumable: ResumableFiles, clock: NearbyClock,
+        logger: Logger, scope: TaskScope, ended: CompletionSignal
     ) -> ChildTask? {
         let child = scope.spawnCancellable {
             defer { ended.signal() }
             logger.debug("removing stale partial files in the background", metadata: ["directory": "\(directory.path)"])
             let started = ContinuousClock.now
-            let removed = PartialFiles.removeStale(in: directory, shouldStop: { Task.isCancelled })
+            let (removed, kept) = PartialFiles.removeStale(
+                in: directory, keepingResumableFor: window, shouldStop: { Task.isCancelled })
             let metadata: Logger.Metadata = [
                 "count": "\(removed)", "duration": "\(ContinuousClock.now - started)",
                 "cancelled": "\(Task.isCancelled)",
@@ -26,6 +31,13 @@ extension NearbyEngine {
             } else {
                 logger.debug("no stale partial files", metadata: metadata)
             }
+            guard !kept.isEmpty else { return }
+            resumable.add(kept)
+            logger.info("keeping partial files of a crashed run for their senders", metadata: [
+                "count": "\(kept.count)", "window": "\(window)"])
+            // The window passes (or the engine shuts down: the files stay for the next start).
+            guard (try? await clock.sleep(for: window)) != nil, !Task.isCancelled else { return }
+            resumable.expire()
         }
         if child == nil { ended.signal() }
         return child

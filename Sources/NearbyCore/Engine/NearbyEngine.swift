@@ -46,6 +46,8 @@ package actor NearbyEngine {
     let staleFileCleanup: ChildTask?
     /// Signalled once that removal ended (or was cancelled).
     let staleFileCleanupEnded = CompletionSignal()
+    /// Partial files a dead process of ours kept for senders that may come back (auto-resume across a restart).
+    private let resumable: ResumableFiles
 
     /// Creates an engine over `mediums` (in priority order).
     package init(configuration: EngineConfiguration, mediums: [any MediumDriver], localEndpointID: String? = nil) {
@@ -61,8 +63,11 @@ package actor NearbyEngine {
         logger[metadataKey: "service_id"] = "\(configuration.serviceID)"
         logger[metadataKey: "local_endpoint_id"] = "\(self.localEndpointID)"
         self.logger = logger
+        let resumable = ResumableFiles(directory: configuration.receiveDirectory, kept: [])
+        self.resumable = resumable
         staleFileCleanup = Self.startStaleFileCleanup(
-            in: configuration.receiveDirectory, logger: logger, scope: tasks, ended: staleFileCleanupEnded
+            in: configuration.receiveDirectory, keepingFor: configuration.timeouts.autoReconnectWindow,
+            into: resumable, clock: self.clock, logger: logger, scope: tasks, ended: staleFileCleanupEnded
         )
         overflow = EventOverflowWarning(logger: logger, what: "engine events", limit: configuration.limits.maxBufferedEvents)
         // The supervisor: once the owner lets go (`release()`, from a `ConnectionManager`'s deinit, which must not
@@ -219,7 +224,13 @@ package actor NearbyEngine {
         let machine = ConnectionStateMachine.outgoing(
             local: localDescription(endpointInfo), medium: kind, peerEndpointID: alias, peerEndpointInfo: peerEndpointInfo,
             nonce: nonce)
-        let session = makeSession(channel: channel, machine: machine, keepAlive: configuration.keepAlive)
+        let route = route
+        let session = makeSession(
+            channel: channel, machine: machine, keepAlive: configuration.keepAlive,
+            reconnectChannel: { [weak self] in
+                guard let self else { throw NearbyError(.endpointIoError, "the engine is gone") }
+                return try await self.reopen(route: route, medium: kind, endpointID: alias)
+            })
         // Registered before the next suspension, so a request from the same endpoint meanwhile meets the tie-break.
         register(session, endpointID: alias)
         await session.setPeerEndpointID(alias)
@@ -341,7 +352,8 @@ package actor NearbyEngine {
     }
 
     private func makeSession(
-        channel: any EndpointChannel, machine: ConnectionStateMachine, keepAlive: KeepAliveSettings
+        channel: any EndpointChannel, machine: ConnectionStateMachine, keepAlive: KeepAliveSettings,
+        reconnectChannel: (@Sendable () async throws -> any EndpointChannel)? = nil
     ) -> EndpointSession {
         EndpointSession(
             channel: channel, machine: machine, keepAlive: keepAlive,
@@ -352,6 +364,9 @@ package actor NearbyEngine {
             },
             upgradeMediums: mediums.filter(\.supportsUpgradeListening),
             autoUpgrade: configuration.autoUpgradeBandwidth, localEndpointID: localEndpointID, clock: clock,
+            reconnectChannel: reconnectChannel,
+            reconnectTarget: { [weak self] endpointID in await self?.reconnectTarget(endpointID) },
+            resumable: resumable,
             onEvent: { [continuation, overflow] event in
                 // Yielded synchronously so events keep the order the session reports them in.
                 overflow.check(continuation.yield(.endpoint(event)))
@@ -359,6 +374,24 @@ package actor NearbyEngine {
             onEnd: { [weak self, tasks] session in
                 tasks.spawn { [weak self] in await self?.remove(session) }
             })
+    }
+
+    /// Auto-reconnect, the side that connected: a new channel to `endpointID`, where discovery sees it now, or
+    /// over the route of the first connection.
+    private func reopen(route: EndpointRoute, medium kind: MediumKind, endpointID: String) async throws
+        -> any EndpointChannel
+    {
+        let (target, medium) = discovered[endpointID].map { ($0.route, $0.medium) } ?? (route, kind)
+        guard let driver = mediums.first(where: { $0.kind == medium }) else {
+            throw NearbyError(.mediumUnavailable, "medium \(medium) is not available")
+        }
+        return try await driver.connect(to: target)
+    }
+
+    /// Auto-reconnect, the side that was connected to: the session a channel introducing `endpointID` is for.
+    private func reconnectTarget(_ endpointID: String) -> EndpointSession? {
+        guard let session = byEndpoint[endpointID], !session.hasEnded.withLock({ $0 }) else { return nil }
+        return session
     }
 
     private func register(_ session: EndpointSession, endpointID: String) {
@@ -435,7 +468,8 @@ package actor NearbyEngine {
     private func localDescription(_ info: [UInt8]) -> ConnectionStateMachine.LocalEndpoint {
         // Every medium we have, in priority order, as peers list theirs.
         .init(endpointID: localEndpointID, endpointInfo: info, upgradeMediums: mediums.map(\.kind),
-              keepAlive: configuration.keepAlive)
+              keepAlive: configuration.keepAlive,
+              features: configuration.timeouts.autoReconnectWindow > .zero ? .all : [.payloadAcks])
     }
 
     private func selected(_ only: Set<MediumKind>?) -> [any MediumDriver] {

@@ -10,8 +10,8 @@ import NearbyWire
 /// - ``post(_:)`` never waits: for control frames our app or timers send (DISCONNECTION, a CONNECTION_RESPONSE,
 ///   our KEEP_ALIVE), so `disconnect`, `accept`/`reject` and `shutdown` never block behind a write to a peer that
 ///   stopped reading.
-/// - ``postBounded(_:)`` waits only while more than ``maxBacklog`` frames are queued: for frames a peer provokes
-///   (acks, responses), so a peer that floods us and never reads cannot grow this queue without bound.
+/// - frames a peer provokes (acks, responses) are posted too, and the session then awaits ``waitForRoom()`` once
+///   per frame read, so a peer that floods us and never reads cannot grow this queue without bound.
 ///
 /// The writer does not time out on its own: it reports when the current write started
 /// (``writeInProgressSince``) and the session drops the endpoint when a write outlives its deadline (closing the
@@ -39,6 +39,10 @@ package final class OutboundFrameWriter: Sendable {
         case priority(ProtoOfflineFrame)
         /// Write on this channel from now on, starting with the held frames.
         case switchChannel(any EndpointChannel)
+        /// Auto-reconnect: everything before this was written to the broken channel or dropped; from now on write
+        /// on this channel, sealed with this context (after the reconnect handshake). `done` is resumed once the
+        /// writer switched.
+        case revive(any EndpointChannel, D2DSecureChannel?, done: CheckedContinuation<Void, Never>)
     }
 
     /// A queued frame and, for ``enqueue(_:)``, the producer waiting for the writer to take it.
@@ -53,9 +57,11 @@ package final class OutboundFrameWriter: Sendable {
         var writer: CheckedContinuation<Void, Never>?
         /// Set once the writer took the end marker: later frames are dropped.
         var finished = false
+        /// Callers of ``waitForRoom()``, resumed once fewer than ``maxBacklog`` entries wait.
+        var roomWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    /// How many frames ``postBounded(_:)`` lets wait before it waits too.
+    /// How many frames may wait before ``waitForRoom()`` waits.
     static let maxBacklog = 64
     /// How many frames may be held during a bandwidth upgrade before the connection is given up.
     static let maxHeld = 4096
@@ -118,12 +124,17 @@ package final class OutboundFrameWriter: Sendable {
                 ended = true
                 finish()
             }
+            if case .revive(let next, let context, let done) = item {
+                if !ended { revive(on: next, context: context, failure: &failure, held: &held) }
+                done.resume()
+                continue
+            }
             if failure != nil || ended {
                 continue
             }
             do {
                 switch item {
-                case .end:
+                case .end, .revive:
                     continue
                 case .plain, .sealed:
                     if held != nil {
@@ -162,6 +173,29 @@ package final class OutboundFrameWriter: Sendable {
         return failure
     }
 
+    /// Auto-reconnect: the frames before the marker went to the broken channel (or were dropped); the writer
+    /// carries on on `next`, sealing with `context` from now on.
+    private func revive(
+        on next: any EndpointChannel, context: D2DSecureChannel?, failure: inout (any Error)?, held: inout [Item]?
+    ) {
+        failure = nil
+        held = nil
+        firstFailure.withLock { $0 = nil }
+        heldCount.withLock { $0 = 0 }
+        channelBox.withLock { $0 = next }
+        secure.context.withLock { $0 = context }
+        lastWrite.withLock { $0 = clock.now }
+    }
+
+    /// Auto-reconnect: returns once every frame queued before was written to the broken channel or dropped and the
+    /// writer writes on `channel`, sealed with `context` (which also becomes the session's context for reading;
+    /// `nil`: plaintext, for a new connection's handshake).
+    func revive(on channel: any EndpointChannel, context: D2DSecureChannel?) async {
+        await withCheckedContinuation { done in
+            add(Entry(item: .revive(channel, context, done: done), taken: nil))
+        }
+    }
+
     private func write(_ item: Item) async throws {
         let bytes: [UInt8]
         switch item {
@@ -195,13 +229,18 @@ package final class OutboundFrameWriter: Sendable {
         add(Entry(item: item, taken: nil))
     }
 
-    /// Queues a frame; returns at once unless more than ``maxBacklog`` frames are already waiting, in which case
-    /// it returns once the writer has taken the frame.
-    func postBounded(_ item: Item) async {
-        if backlog < Self.maxBacklog {
-            post(item)
-        } else {
-            await enqueue(item)
+    /// Returns once fewer than ``maxBacklog`` frames wait in the queue (at once if they do), or the writer
+    /// finished. A session posts the frames a peer provoked with ``post(_:)`` while it acts on a decision and
+    /// awaits this once afterwards, so a flooding peer that never reads is held back without a suspension between
+    /// the actions of one decision.
+    func waitForRoom() async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let roomy = queue.withLock { state -> Bool in
+                if state.finished || state.entries.count < Self.maxBacklog { return true }
+                state.roomWaiters.append(waiter)
+                return false
+            }
+            if roomy { waiter.resume() }
         }
     }
 
@@ -222,7 +261,7 @@ package final class OutboundFrameWriter: Sendable {
             return .woke(writer)
         }
         switch outcome {
-        case .dropped: entry.taken?.resume()
+        case .dropped: Self.release(entry)
         case .woke(let writer): writer.resume()
         case .queued: break
         }
@@ -235,10 +274,16 @@ package final class OutboundFrameWriter: Sendable {
     /// ThreadSanitizer, which does not see a continuation's resume as ordering (docs/SANITIZERS.md).
     private func next() async -> Item? {
         while true {
-            let taken: Entry?? = queue.withLock { state in
-                if !state.entries.isEmpty { return .some(state.entries.removeFirst()) }
-                return state.finished ? .some(nil) : nil
+            let (taken, roomy): (Entry??, [CheckedContinuation<Void, Never>]) = queue.withLock { state in
+                if !state.entries.isEmpty {
+                    let entry = state.entries.removeFirst()
+                    guard state.entries.count < Self.maxBacklog, !state.roomWaiters.isEmpty else { return (.some(entry), []) }
+                    defer { state.roomWaiters = [] }
+                    return (.some(entry), state.roomWaiters)
+                }
+                return (state.finished ? .some(nil) : nil, [])
             }
+            for waiter in roomy { waiter.resume() }
             if let entry = taken {
                 entry?.taken?.resume()
                 return entry?.item
@@ -254,13 +299,23 @@ package final class OutboundFrameWriter: Sendable {
         }
     }
 
+    /// Releases whoever waits for a dropped entry.
+    private static func release(_ entry: Entry) {
+        entry.taken?.resume()
+        if case .revive(_, _, let done) = entry.item { done.resume() }
+    }
+
     /// Drops every queued frame (releasing their producers) and refuses later ones.
     private func finish() {
-        let dropped = queue.withLock { state -> [Entry] in
+        let (dropped, waiters) = queue.withLock { state -> ([Entry], [CheckedContinuation<Void, Never>]) in
             state.finished = true
-            defer { state.entries = [] }
-            return state.entries
+            defer {
+                state.entries = []
+                state.roomWaiters = []
+            }
+            return (state.entries, state.roomWaiters)
         }
-        for entry in dropped { entry.taken?.resume() }
+        for entry in dropped { Self.release(entry) }
+        for waiter in waiters { waiter.resume() }
     }
 }

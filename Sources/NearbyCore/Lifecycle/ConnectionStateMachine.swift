@@ -33,16 +33,19 @@ package struct ConnectionStateMachine: Sendable {
         package var upgradeMediums: [MediumKind]
         /// The keep-alive settings we ask for.
         package var keepAlive: KeepAliveSettings
+        /// The swift-nearby extension features we announce (only a swift-nearby peer can read them).
+        package var features: PeerExtension.Features
 
         /// Creates a description of the local endpoint.
         package init(
             endpointID: String, endpointInfo: [UInt8], upgradeMediums: [MediumKind] = [.wifiLAN],
-            keepAlive: KeepAliveSettings = .default
+            keepAlive: KeepAliveSettings = .default, features: PeerExtension.Features = .all
         ) {
             self.endpointID = endpointID
             self.endpointInfo = endpointInfo
             self.upgradeMediums = upgradeMediums
             self.keepAlive = keepAlive
+            self.features = features
         }
     }
 
@@ -68,6 +71,16 @@ package struct ConnectionStateMachine: Sendable {
         case upgrade(ProtoBandwidthUpgradeNegotiationFrame)
         /// The peer said goodbye; close the channel.
         case peerDisconnected
+        /// The peer asked for a safe disconnect and our ack is queued (the action before): keep reading until the
+        /// peer closes the channel (at most 10 s), then end as disconnected.
+        case peerLeaving
+        /// The peer confirmed our safe disconnect: it read everything we sent before it. Close now.
+        case disconnectAcknowledged
+        /// The first frame on a new socket is an AUTO_RECONNECT introduction: the socket is for the connection of
+        /// the endpoint it names, whose session runs the reconnect handshake on it (this machine is done).
+        case reconnectIntroduction(ProtoAutoReconnectFrame)
+        /// An AUTO_RESUME frame on a connection that resumes payloads after a reconnect.
+        case resume(ProtoAutoResumeFrame)
         /// The peer broke the protocol, or the handshake failed: close the channel now.
         case fail(NearbyError)
     }
@@ -80,6 +93,8 @@ package struct ConnectionStateMachine: Sendable {
         case awaitingClientFinished(Ukey2Server)
         case awaitingDecisions(Pending)
         case connected(ConnectionInfo)
+        /// We asked for a safe disconnect and wait for the peer's ack; frames are still taken.
+        case disconnecting
         case closed
     }
 
@@ -105,6 +120,9 @@ package struct ConnectionStateMachine: Sendable {
     private let nonce: Int32
     /// The mediums the peer listed in its connection request, those swift-nearby implements (incoming only).
     package private(set) var peerUpgradeMediums: [MediumKind] = []
+    /// What both sides agreed on for the end of the connection, payload acks and reconnecting; known once
+    /// connected.
+    package private(set) var terms = LinkTerms()
 
     /// Creates the machine for an incoming socket.
     package static func incoming(local: LocalEndpoint, medium: MediumKind) -> Self {
@@ -149,10 +167,25 @@ package struct ConnectionStateMachine: Sendable {
         return false
     }
 
+    /// Whether we asked the peer for a safe disconnect and wait for its ack.
+    package var isDisconnecting: Bool {
+        if case .disconnecting = state { return true }
+        return false
+    }
+
     /// Whether the connection is over.
     package var isClosed: Bool {
         if case .closed = state { return true }
         return false
+    }
+
+    /// Auto-reconnect after the peer's process restarted: a new outgoing machine for the same endpoints (a new
+    /// connection, with a new nonce and handshake) on `medium`; `nil` for an incoming machine.
+    package func restarted(on medium: MediumKind, nonce: Int32 = Int32.random(in: .min ... .max)) -> Self? {
+        guard role == .outgoing else { return nil }
+        return .outgoing(
+            local: local, medium: medium, peerEndpointID: peerEndpointID, peerEndpointInfo: peerEndpointInfo,
+            nonce: nonce)
     }
 
     /// Outgoing only: the CONNECTION_REQUEST and ClientInit to send first.
@@ -196,7 +229,7 @@ package struct ConnectionStateMachine: Sendable {
             return finishHandshake(server.receive(body))
         case .awaitingDecisions(var pending):
             return receivePending(body, &pending)
-        case .connected:
+        case .connected, .disconnecting:
             return receiveConnected(body)
         }
     }
@@ -207,7 +240,10 @@ package struct ConnectionStateMachine: Sendable {
             return []
         }
         pending.localAccepted = accept
-        var actions: [Action] = [.sendFrame(OfflineFrames.connectionResponse(accept: accept))]
+        let announcement = accept ? PeerExtension.announcement(local.features, handshake: pending.result) : []
+        var actions: [Action] = [.sendFrame(OfflineFrames.connectionResponse(
+            accept: accept, safeToDisconnectVersion: OfflineFrames.announcedSafeToDisconnectVersion,
+            handshakeData: announcement))]
         actions += settle(&pending)
         return actions
     }
@@ -230,6 +266,26 @@ package struct ConnectionStateMachine: Sendable {
         state = .closed
     }
 
+    /// Our app leaves a connected endpoint. With a peer at `safe_to_disconnect_version` ≥ 1: asks it to confirm
+    /// (`{request: true, ack: false}`) and keeps taking frames until ``Action/disconnectAcknowledged``; the caller
+    /// bounds the wait (30 s). With a version-0 peer: the legacy goodbye (`{false, false}`), after which the
+    /// caller closes (after 500 ms). Returns whether the safe exchange runs.
+    package mutating func leave() -> (actions: [Action], isSafe: Bool) {
+        guard case .connected = state else {
+            if isAwaitingDecisions {
+                state = .closed
+                return ([.sendFrame(OfflineFrames.disconnection())], false)
+            }
+            return ([], false)
+        }
+        guard terms.safeToDisconnect else {
+            state = .closed
+            return ([.sendFrame(OfflineFrames.disconnection())], false)
+        }
+        state = .disconnecting
+        return ([.sendFrame(OfflineFrames.disconnection(requestSafeToDisconnect: true, ackSafeToDisconnect: false))], true)
+    }
+
     // MARK: - Phases
 
     private mutating func receiveRequest(_ body: [UInt8]) -> [Action] {
@@ -238,6 +294,12 @@ package struct ConnectionStateMachine: Sendable {
             frame = try OfflineFrameParser.parse(body)
         } catch {
             return fail(NearbyError(.invalidFrame, "first frame is not a valid connection request", cause: error))
+        }
+        if case .other(.autoReconnect, let v1) = frame, v1.hasAutoReconnect,
+            v1.autoReconnect.eventType == .clientIntroduction, !v1.autoReconnect.endpointID.isEmpty
+        {
+            state = .closed
+            return [.reconnectIntroduction(v1.autoReconnect)]
         }
         guard case .connectionRequest(let request) = frame else {
             return fail(NearbyError(.invalidFrame, "first frame is \(frame.frameType), not a connection request"))
@@ -291,6 +353,10 @@ package struct ConnectionStateMachine: Sendable {
         case .connectionResponse(let response):
             guard pending.peerAccepted == nil else { return [] }
             pending.peerAccepted = response.hasResponse ? response.response == .accept : response.status == 0
+            terms = LinkTerms(
+                peerVersion: response.hasSafeToDisconnectVersion ? response.safeToDisconnectVersion : 0,
+                peerFeatures: PeerExtension.features(in: Array(response.handshakeData), handshake: pending.result),
+                localFeatures: local.features, handshake: pending.result)
             return settle(&pending)
         case .keepAlive(let keepAlive):
             return keepAlive.ack ? [] : [.sendFrame(OfflineFrames.keepAlive(ack: true, sequenceNumber: keepAlive.seqNum))]
@@ -330,18 +396,86 @@ package struct ConnectionStateMachine: Sendable {
             return [.deliver(transfer)]
         case .keepAlive(let keepAlive):
             return keepAlive.ack ? [] : [.sendFrame(OfflineFrames.keepAlive(ack: true, sequenceNumber: keepAlive.seqNum))]
-        case .disconnection:
-            state = .closed
-            return [.peerDisconnected]
+        case .disconnection(let goodbye):
+            return receiveGoodbye(goodbye)
         case .bandwidthUpgradeNegotiation(let negotiation):
             return [.upgrade(negotiation)]
+        case .other(.autoResume, let v1) where terms.resumes && v1.hasAutoResume:
+            return [.resume(v1.autoResume)]
         case .connectionRequest, .connectionResponse, .other:
             return []
         }
+    }
+
+    /// A DISCONNECTION on a connected channel, or while we wait for the ack of our own. Without the request flag
+    /// (or with a version-0 peer) it means "closing now".
+    private mutating func receiveGoodbye(_ goodbye: ProtoDisconnectionFrame) -> [Action] {
+        let waitingForAck = isDisconnecting
+        state = .closed
+        guard terms.safeToDisconnect, goodbye.requestSafeToDisconnect else { return [.peerDisconnected] }
+        if goodbye.ackSafeToDisconnect {
+            return waitingForAck ? [.disconnectAcknowledged] : [.peerDisconnected]
+        }
+        let ack = Action.sendFrame(OfflineFrames.disconnection(requestSafeToDisconnect: true, ackSafeToDisconnect: true))
+        // Both sides left at once: our ack goes out, and the peer's request answers ours as well as an ack would.
+        return waitingForAck ? [ack, .disconnectAcknowledged] : [ack, .peerLeaving]
     }
 
     private mutating func fail(_ error: NearbyError) -> [Action] {
         state = .closed
         return [.fail(error)]
     }
+}
+
+/// What both sides of a connection agreed on for its end, payload acknowledgements and reconnecting, from their
+/// CONNECTION_RESPONSEs: the peer's `safe_to_disconnect_version` and, from a swift-nearby peer, its extension
+/// features (docs/LINK-SAFETY.md).
+package struct LinkTerms: Sendable, Hashable {
+    /// The peer's `safe_to_disconnect_version` (0 when it sent none).
+    package var peerVersion: Int32 = 0
+    /// The swift-nearby features both sides announced; empty with any other peer.
+    package var sharedFeatures: PeerExtension.Features = []
+    /// The key of reconnect proofs, when both sides reconnect.
+    package var reconnectKey: [UInt8]?
+
+    /// Terms of a connection nothing was agreed on yet (version 0: the legacy behaviour).
+    package init() {}
+
+    /// The terms from the peer's response.
+    package init(
+        peerVersion: Int32, peerFeatures: PeerExtension.Features?, localFeatures: PeerExtension.Features,
+        handshake: Ukey2HandshakeResult
+    ) {
+        self.peerVersion = peerVersion
+        sharedFeatures = (peerFeatures ?? []).intersection(localFeatures)
+        if sharedFeatures.contains(.autoReconnect) { reconnectKey = PeerExtension.reconnectKey(handshake) }
+    }
+
+    /// Whether a disconnect runs the request/ack exchange (both sides at version ≥ 1; we always are).
+    package var safeToDisconnect: Bool { peerVersion >= 1 }
+
+    /// Whether we acknowledge the peer's payloads of `kind` once we have them: FILE and STREAM when it announced
+    /// version ≥ 6 (Google's rule), every kind with a swift-nearby peer.
+    package func acknowledges(_ kind: PayloadKind) -> Bool {
+        if sharedFeatures.contains(.payloadAcks) { return true }
+        return kind != .bytes && peerVersion >= OfflineFrames.payloadAckVersion
+    }
+
+    /// Whether our payloads count as sent only once the peer acknowledged them: only with a swift-nearby peer
+    /// (we announce version 1, so other peers never acknowledge ours).
+    package var awaitsPayloadAcks: Bool { sharedFeatures.contains(.payloadAcks) }
+
+    /// Whether a broken channel is re-established (both sides swift-nearby, both with a reconnect window).
+    package var reconnects: Bool { reconnectKey != nil }
+
+    /// Whether payloads in flight resume after a reconnect (which needs payload acks: a payload is only done once
+    /// the receiver has it).
+    package var resumes: Bool {
+        reconnects && sharedFeatures.contains(.autoResume) && sharedFeatures.contains(.payloadAcks)
+    }
+}
+
+extension PeerExtension.Features {
+    /// Every feature swift-nearby has.
+    package static let all: Self = [.payloadAcks, .autoReconnect, .autoResume]
 }

@@ -127,6 +127,21 @@ package struct SessionDeadlines: Sendable {
     /// A frame arrived from the peer.
     package mutating func frameRead(at now: Duration) { lastRead = now }
 
+    /// The channel broke and the endpoint waits for a new one (auto-reconnect): no keep-alive or write deadline
+    /// counts meanwhile (the reconnect window does).
+    package mutating func linkBroke() -> [Action] {
+        [.cancel(.keepAliveTimeout), .cancel(.keepAliveSend), .cancel(.writeDeadline)]
+    }
+
+    /// A new channel replaced the broken one at `now`: the keep-alive and write deadlines count again.
+    package mutating func reconnected(now: Duration) -> [Action] {
+        lastRead = now
+        return [
+            .schedule(.keepAliveTimeout, after: keepAlive.timeout), .schedule(.keepAliveSend, after: keepAlive.interval),
+            .schedule(.writeDeadline, after: writeDeadline),
+        ]
+    }
+
     /// The read loop waits for the app to take a stream chunk (`started`) or goes on; the keep-alive timeout does
     /// not count meanwhile, and counts again from when the loop resumed.
     package mutating func streamDelivery(started: Bool, at now: Duration) {

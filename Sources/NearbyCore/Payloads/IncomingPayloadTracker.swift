@@ -48,6 +48,8 @@ package struct IncomingPayloadTracker: Sendable {
         /// A payload crossed a ``ResourceLimits`` bound and was failed (the peer is told by a ``sendControl(_:)``
         /// before it); for the log.
         case limitExceeded(PayloadID, NearbyError)
+        /// The peer has a payload we sent (its PAYLOAD_ACK).
+        case outgoingAcknowledged(PayloadID)
     }
 
     struct Entry: Sendable {
@@ -58,10 +60,17 @@ package struct IncomingPayloadTracker: Sendable {
         var cancelRequested = false
         /// Bytes reserved for a BYTES payload's buffer.
         var reserved: Int64 = 0
+        /// The index of the next DATA chunk (one more than the last chunk with a body).
+        var nextIndex: Int32 = 0
     }
 
     private var entries: [PayloadID: Entry] = [:]
     private var finished: Set<PayloadID> = []
+    /// Payloads received whole (a subset of `finished`, which also holds failed and canceled ones).
+    private var completed: Set<PayloadID> = []
+    /// The kinds of payload the peer gets a PAYLOAD_ACK for once we have them whole (``LinkTerms``); FILE
+    /// payloads are acknowledged by the caller once the file is in place.
+    package var acknowledgedKinds: Set<PayloadKind> = []
     private let limits: ResourceLimits
     /// FILE and STREAM bytes received on this connection so far.
     package private(set) var receivedBytes: Int64 = 0
@@ -101,6 +110,8 @@ package struct IncomingPayloadTracker: Sendable {
             return receiveData(frame, id: id)
         case .control:
             return receiveControl(frame.controlMessage, id: id)
+        case .payloadAck:
+            return [.outgoingAcknowledged(id)]
         default:
             return []
         }
@@ -112,6 +123,46 @@ package struct IncomingPayloadTracker: Sendable {
         entry.cancelRequested = true
         entries[id] = entry
         return []
+    }
+
+    /// Auto-resume: where the peer goes on with payload `id`, which it was sending us when the channel broke. A
+    /// FILE or STREAM under way goes on at the next chunk; a BYTES payload under way starts again (its partial
+    /// bytes are dropped); one we never saw starts from the beginning; one we have whole, or failed, is settled.
+    package mutating func resumePoint(for id: PayloadID) -> (
+        outcome: ProtoAutoResumeFrame.ResumeOutcome, offset: Int64, index: Int32
+    ) {
+        if var entry = entries[id] {
+            guard entry.kind != .bytes else {
+                entry.received = 0
+                entry.bytes = []
+                entry.nextIndex = 0
+                entries[id] = entry
+                return (.resumeFromOffset, 0, 0)
+            }
+            return (.resumeFromOffset, entry.received, entry.nextIndex)
+        }
+        if completed.contains(id) { return (.alreadyReceived, 0, 0) }
+        if finished.contains(id) { return (.notResumable, 0, 0) }
+        return (.resumeFromOffset, 0, 0)
+    }
+
+    /// Whether the tracker never saw payload `id` on this connection.
+    package func isUnknown(_ id: PayloadID) -> Bool { entries[id] == nil && !finished.contains(id) }
+
+    /// Auto-resume after a restart of this process: payload `id`, a FILE of which `received` bytes are in a kept
+    /// partial file, goes on from there.
+    package mutating func restoreFile(
+        _ id: PayloadID, fileName: String, parentFolder: String, totalSize: Int64, received: Int64
+    ) {
+        let header = OfflineFrames.payloadHeader(
+            id: id, type: .file, totalSize: totalSize, fileName: fileName, parentFolder: parentFolder)
+        entries[id] = Entry(kind: .file, header: header, received: received)
+        receivedBytes += received
+    }
+
+    /// A file we had whole could not be put in place: it does not count as received.
+    package mutating func notCompleted(_ id: PayloadID) {
+        completed.remove(id)
     }
 
     /// Writing a payload locally failed: tell the peer, drop it, report the failure.
@@ -248,6 +299,7 @@ package struct IncomingPayloadTracker: Sendable {
                 actions.append(.streamChunk(id, body))
             }
             entry.received = newReceived
+            entry.nextIndex = chunk.index &+ 1
         }
         if isLast {
             entries[id] = nil
@@ -258,10 +310,14 @@ package struct IncomingPayloadTracker: Sendable {
                 actions.append(.update(update(id, entry, .failure)))
                 return actions
             }
+            completed.insert(id)
             switch entry.kind {
             case .bytes: actions.append(.bytesReceived(id, entry.bytes))
             case .file: actions.append(.fileFinished(id, totalSize: entry.received))
             case .stream: actions.append(.streamFinished(id))
+            }
+            if entry.kind != .file, acknowledgedKinds.contains(entry.kind) {
+                actions.append(.sendControl(OfflineFrames.payloadAck(id: id)))
             }
             if entry.kind != .file {
                 // A file's success is reported by the caller once it is in place.

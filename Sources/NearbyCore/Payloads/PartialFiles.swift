@@ -25,10 +25,23 @@ package enum PartialFiles {
     /// - Returns: how many files were deleted.
     @discardableResult
     package static func removeStale(in directory: URL, shouldStop: () -> Bool = { false }) -> Int {
+        removeStale(in: directory, keepingResumableFor: .zero, shouldStop: shouldStop).removed
+    }
+
+    /// ``removeStale(in:shouldStop:)``, except that a stale temporary file with a resume record (``ResumeRecord``)
+    /// that was written to less than `window` ago is kept, with its record, for a sender that may come back; records
+    /// whose temporary file is gone, or that are not kept, are deleted too.
+    /// - Returns: how many files were deleted, and those kept.
+    package static func removeStale(
+        in directory: URL, keepingResumableFor window: Duration, shouldStop: () -> Bool = { false }
+    ) -> (removed: Int, kept: [ResumableFiles.Kept]) {
         let root = Glibc.open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard root >= 0 else { return 0 }
+        guard root >= 0 else { return (0, []) }
         var budget = maxEntriesVisited
-        return sweep(root, depth: 0, budget: &budget, shouldStop: shouldStop)
+        var kept: [ResumableFiles.Kept] = []
+        let removed = sweep(
+            root, path: [], depth: 0, budget: &budget, window: window, kept: &kept, shouldStop: shouldStop)
+        return (removed, kept)
     }
 
     /// Whether `name` is a temporary file of a process that no longer runs (or of an older version).
@@ -45,11 +58,31 @@ package enum PartialFiles {
         return kill(pid, 0) != 0 && errno == ESRCH
     }
 
+    /// The resume record beside the temporary file `name`, when the file was written to less than `window` ago.
+    private static func freshRecord(for name: String, in folder: Int32, window: Duration) -> ResumeRecord? {
+        var info = stat()
+        guard fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        let age = Date().timeIntervalSince1970 - Double(info.st_mtim.tv_sec)
+        let (seconds, _) = window.components
+        guard age < Double(seconds) + 1 else { return nil }
+        let record = openat(folder, ResumeRecord.name(for: name), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard record >= 0 else { return nil }
+        defer { Glibc.close(record) }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let count = Glibc.read(record, &bytes, bytes.count)
+        guard count > 0 else { return nil }
+        return try? JSONDecoder().decode(ResumeRecord.self, from: Data(bytes.prefix(count)))
+    }
+
     private static let direntNameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
     private static let direntTypeOffset = MemoryLayout<dirent>.offset(of: \dirent.d_type)!
 
-    /// Sweeps the folder of `descriptor` (which it closes) and its subfolders.
-    private static func sweep(_ descriptor: Int32, depth: Int, budget: inout Int, shouldStop: () -> Bool) -> Int {
+    /// Sweeps the folder of `descriptor` (at `path` under the receive directory; the descriptor is closed) and its
+    /// subfolders.
+    private static func sweep(
+        _ descriptor: Int32, path: [String], depth: Int, budget: inout Int, window: Duration,
+        kept: inout [ResumableFiles.Kept], shouldStop: () -> Bool
+    ) -> Int {
         guard let stream = fdopendir(descriptor) else {
             Glibc.close(descriptor)
             return 0
@@ -57,6 +90,7 @@ package enum PartialFiles {
         defer { closedir(stream) }
         var removed = 0
         var subfolders: [String] = []
+        var files: Set<String> = []
         while budget > 0, !shouldStop(), let entry = readdir(stream) {
             budget -= 1
             // Read the fields in place: a record from readdir is only `d_reclen` bytes long, so copying the whole
@@ -76,13 +110,30 @@ package enum PartialFiles {
             }
             if type == UInt8(DT_DIR) {
                 if depth < ReceivedFileNames.maxFolderDepth { subfolders.append(name) }
-            } else if type == UInt8(DT_REG), isStale(name), unlinkat(descriptor, name, 0) == 0 {
-                removed += 1
+            } else if type == UInt8(DT_REG) {
+                files.insert(name)
             }
+        }
+        for name in files where isStale(name) {
+            if window > .zero, let record = freshRecord(for: name, in: descriptor, window: window) {
+                kept.append(ResumableFiles.Kept(folder: path, temporaryName: name, record: record))
+                continue
+            }
+            if unlinkat(descriptor, name, 0) == 0 { removed += 1 }
+            if files.contains(ResumeRecord.name(for: name)) { unlinkat(descriptor, ResumeRecord.name(for: name), 0) }
+        }
+        // A record without its temporary file (only once the whole folder was listed: the file may come later).
+        let listedAll = budget > 0 && !shouldStop()
+        for name in files where listedAll && name.hasPrefix(prefix) && name.hasSuffix(suffix + ResumeRecord.suffix) {
+            let partial = String(name.dropLast(ResumeRecord.suffix.count))
+            if !files.contains(partial), isStale(partial), unlinkat(descriptor, name, 0) == 0 { removed += 1 }
         }
         for name in subfolders where budget > 0 && !shouldStop() {
             let child = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            if child >= 0 { removed += sweep(child, depth: depth + 1, budget: &budget, shouldStop: shouldStop) }
+            if child >= 0 {
+                removed += sweep(
+                    child, path: path + [name], depth: depth + 1, budget: &budget, window: window, kept: &kept, shouldStop: shouldStop)
+            }
         }
         return removed
     }

@@ -160,6 +160,41 @@ final class ReceivedFileStore: Sendable {
         Glibc.close(file.folderDescriptor)
     }
 
+    /// Where payload `id`'s temporary file is: its folder (relative to the receive directory) and name.
+    func temporaryLocation(_ id: PayloadID) -> (folder: [String], name: String)? {
+        openFiles.withLock { $0[id].map { ($0.folder, $0.temporaryName) } }
+    }
+
+    /// Auto-resume after a restart: takes over the temporary file `temporaryName` in `folder` that another (dead)
+    /// process of ours wrote, for payload `id`, renamed to a temporary name of this process; returns its size, where
+    /// the payload goes on.
+    func adopt(_ id: PayloadID, folder: [String], temporaryName kept: String, fileName: String, totalSize: Int64)
+        throws(NearbyError) -> Int64
+    {
+        let folderDescriptor = try openFolder(folder)
+        let temporary = temporaryName()
+        guard renameat(folderDescriptor, kept, folderDescriptor, temporary) == 0 else {
+            let reason = Self.reason(errno)
+            Glibc.close(folderDescriptor)
+            throw NearbyError(.endpointIoError, "cannot take over the partial file \(kept): \(reason)")
+        }
+        let descriptor = openat(folderDescriptor, temporary, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC)
+        var info = stat()
+        guard descriptor >= 0, fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            let reason = Self.reason(errno)
+            if descriptor >= 0 { Glibc.close(descriptor) }
+            unlinkat(folderDescriptor, temporary, 0)
+            Glibc.close(folderDescriptor)
+            throw NearbyError(.endpointIoError, "cannot open the partial file \(kept): \(reason)")
+        }
+        openFiles.withLock { open in
+            open[id] = OpenFile(
+                descriptor: descriptor, folderDescriptor: folderDescriptor, temporaryName: temporary, folder: folder,
+                fileName: fileName, written: Int64(info.st_size), unknownSize: totalSize < 0)
+        }
+        return Int64(info.st_size)
+    }
+
     /// Deletes every temporary file still open.
     func discardAll() {
         for id in openFiles.withLock({ Array($0.keys) }) {

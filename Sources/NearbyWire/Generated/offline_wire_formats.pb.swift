@@ -1716,6 +1716,37 @@ public nonisolated struct ProtoAutoResumeFrame: Sendable {
   /// Clears the value of `version`. Subsequent reads from it will return its default value.
   public mutating func clearVersion() {self._version = nil}
 
+  /// swift-nearby extension: the byte offset of the next chunk (chunk sizes change with the medium).
+  public var nextPayloadOffset: Int64 {
+    get {_nextPayloadOffset ?? 0}
+    set {_nextPayloadOffset = newValue}
+  }
+  /// Returns true if `nextPayloadOffset` has been explicitly set.
+  public var hasNextPayloadOffset: Bool {self._nextPayloadOffset != nil}
+  /// Clears the value of `nextPayloadOffset`. Subsequent reads from it will return its default value.
+  public mutating func clearNextPayloadOffset() {self._nextPayloadOffset = nil}
+
+  public var resumeOutcome: ProtoAutoResumeFrame.ResumeOutcome {
+    get {_resumeOutcome ?? .resumeFromOffset}
+    set {_resumeOutcome = newValue}
+  }
+  /// Returns true if `resumeOutcome` has been explicitly set.
+  public var hasResumeOutcome: Bool {self._resumeOutcome != nil}
+  /// Clears the value of `resumeOutcome`. Subsequent reads from it will return its default value.
+  public mutating func clearResumeOutcome() {self._resumeOutcome = nil}
+
+  /// swift-nearby extension, in a START after the receiving process restarted: HMAC-SHA256 under the first
+  /// connection's reconnect key over "swift-nearby resume" and the payload ID, which the receiver kept beside the
+  /// partial file (docs/LINK-SAFETY.md).
+  public var resumeToken: Data {
+    get {_resumeToken ?? Data()}
+    set {_resumeToken = newValue}
+  }
+  /// Returns true if `resumeToken` has been explicitly set.
+  public var hasResumeToken: Bool {self._resumeToken != nil}
+  /// Clears the value of `resumeToken`. Subsequent reads from it will return its default value.
+  public mutating func clearResumeToken() {self._resumeToken = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum EventType: Int, SwiftProtobuf.Enum, Swift.CaseIterable {
@@ -1729,12 +1760,33 @@ public nonisolated struct ProtoAutoResumeFrame: Sendable {
 
   }
 
+  /// swift-nearby extension: what the receiver holds of the payload a START asked about.
+  public nonisolated enum ResumeOutcome: Int, SwiftProtobuf.Enum, Swift.CaseIterable {
+
+    /// Continue at next_payload_offset / next_payload_chunk_index (0 / 0: from the start).
+    case resumeFromOffset = 0
+
+    /// The receiver has the whole payload: it counts as acknowledged.
+    case alreadyReceived = 1
+
+    /// The receiver failed or canceled the payload: it cannot continue.
+    case notResumable = 2
+
+    public init() {
+      self = .resumeFromOffset
+    }
+
+  }
+
   public init() {}
 
   fileprivate var _eventType: ProtoAutoResumeFrame.EventType? = nil
   fileprivate var _pendingPayloadID: Int64? = nil
   fileprivate var _nextPayloadChunkIndex: Int32? = nil
   fileprivate var _version: Int32? = nil
+  fileprivate var _nextPayloadOffset: Int64? = nil
+  fileprivate var _resumeOutcome: ProtoAutoResumeFrame.ResumeOutcome? = nil
+  fileprivate var _resumeToken: Data? = nil
 }
 
 public nonisolated struct ProtoAutoReconnectFrame: Sendable {
@@ -1769,6 +1821,17 @@ public nonisolated struct ProtoAutoReconnectFrame: Sendable {
   /// Clears the value of `lastEndpointID`. Subsequent reads from it will return its default value.
   public mutating func clearLastEndpointID() {self._lastEndpointID = nil}
 
+  /// swift-nearby extension: the proof that binds the new channel to the old session (sent encrypted, after the
+  /// new channel's UKEY2).
+  public var sessionProof: Data {
+    get {_sessionProof ?? Data()}
+    set {_sessionProof = newValue}
+  }
+  /// Returns true if `sessionProof` has been explicitly set.
+  public var hasSessionProof: Bool {self._sessionProof != nil}
+  /// Clears the value of `sessionProof`. Subsequent reads from it will return its default value.
+  public mutating func clearSessionProof() {self._sessionProof = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum EventType: Int, SwiftProtobuf.Enum, Swift.CaseIterable {
@@ -1787,6 +1850,7 @@ public nonisolated struct ProtoAutoReconnectFrame: Sendable {
   fileprivate var _endpointID: String? = nil
   fileprivate var _eventType: ProtoAutoReconnectFrame.EventType? = nil
   fileprivate var _lastEndpointID: String? = nil
+  fileprivate var _sessionProof: Data? = nil
 }
 
 /// Radio facts a requester shares about itself.
@@ -3966,7 +4030,7 @@ nonisolated extension ProtoAuthenticationResultFrame: SwiftProtobuf.Message, Swi
 
 nonisolated extension ProtoAutoResumeFrame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AutoResumeFrame"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}event_type\0\u{3}pending_payload_id\0\u{3}next_payload_chunk_index\0\u{1}version\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}event_type\0\u{3}pending_payload_id\0\u{3}next_payload_chunk_index\0\u{1}version\0\u{4}d\u{f}next_payload_offset\0\u{3}resume_outcome\0\u{3}resume_token\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3978,6 +4042,9 @@ nonisolated extension ProtoAutoResumeFrame: SwiftProtobuf.Message, SwiftProtobuf
       case 2: try { try decoder.decodeSingularInt64Field(value: &self._pendingPayloadID) }()
       case 3: try { try decoder.decodeSingularInt32Field(value: &self._nextPayloadChunkIndex) }()
       case 4: try { try decoder.decodeSingularInt32Field(value: &self._version) }()
+      case 1000: try { try decoder.decodeSingularInt64Field(value: &self._nextPayloadOffset) }()
+      case 1001: try { try decoder.decodeSingularEnumField(value: &self._resumeOutcome) }()
+      case 1002: try { try decoder.decodeSingularBytesField(value: &self._resumeToken) }()
       default: break
       }
     }
@@ -4000,6 +4067,15 @@ nonisolated extension ProtoAutoResumeFrame: SwiftProtobuf.Message, SwiftProtobuf
     try { if let v = self._version {
       try visitor.visitSingularInt32Field(value: v, fieldNumber: 4)
     } }()
+    try { if let v = self._nextPayloadOffset {
+      try visitor.visitSingularInt64Field(value: v, fieldNumber: 1000)
+    } }()
+    try { if let v = self._resumeOutcome {
+      try visitor.visitSingularEnumField(value: v, fieldNumber: 1001)
+    } }()
+    try { if let v = self._resumeToken {
+      try visitor.visitSingularBytesField(value: v, fieldNumber: 1002)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -4008,6 +4084,9 @@ nonisolated extension ProtoAutoResumeFrame: SwiftProtobuf.Message, SwiftProtobuf
     if lhs._pendingPayloadID != rhs._pendingPayloadID {return false}
     if lhs._nextPayloadChunkIndex != rhs._nextPayloadChunkIndex {return false}
     if lhs._version != rhs._version {return false}
+    if lhs._nextPayloadOffset != rhs._nextPayloadOffset {return false}
+    if lhs._resumeOutcome != rhs._resumeOutcome {return false}
+    if lhs._resumeToken != rhs._resumeToken {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -4017,9 +4096,13 @@ nonisolated extension ProtoAutoResumeFrame.EventType: SwiftProtobuf._ProtoNamePr
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0UNKNOWN_AUTO_RESUME_EVENT_TYPE\0\u{1}PAYLOAD_RESUME_TRANSFER_START\0\u{1}PAYLOAD_RESUME_TRANSFER_ACK\0")
 }
 
+nonisolated extension ProtoAutoResumeFrame.ResumeOutcome: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0RESUME_FROM_OFFSET\0\u{1}ALREADY_RECEIVED\0\u{1}NOT_RESUMABLE\0")
+}
+
 nonisolated extension ProtoAutoReconnectFrame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AutoReconnectFrame"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}endpoint_id\0\u{3}event_type\0\u{3}last_endpoint_id\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}endpoint_id\0\u{3}event_type\0\u{3}last_endpoint_id\0\u{4}e\u{f}session_proof\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4030,6 +4113,7 @@ nonisolated extension ProtoAutoReconnectFrame: SwiftProtobuf.Message, SwiftProto
       case 1: try { try decoder.decodeSingularStringField(value: &self._endpointID) }()
       case 2: try { try decoder.decodeSingularEnumField(value: &self._eventType) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self._lastEndpointID) }()
+      case 1000: try { try decoder.decodeSingularBytesField(value: &self._sessionProof) }()
       default: break
       }
     }
@@ -4049,6 +4133,9 @@ nonisolated extension ProtoAutoReconnectFrame: SwiftProtobuf.Message, SwiftProto
     try { if let v = self._lastEndpointID {
       try visitor.visitSingularStringField(value: v, fieldNumber: 3)
     } }()
+    try { if let v = self._sessionProof {
+      try visitor.visitSingularBytesField(value: v, fieldNumber: 1000)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -4056,6 +4143,7 @@ nonisolated extension ProtoAutoReconnectFrame: SwiftProtobuf.Message, SwiftProto
     if lhs._endpointID != rhs._endpointID {return false}
     if lhs._eventType != rhs._eventType {return false}
     if lhs._lastEndpointID != rhs._lastEndpointID {return false}
+    if lhs._sessionProof != rhs._sessionProof {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -43,6 +43,23 @@ final class Scratch: Sendable {
         return url
     }
 
+    /// A file of `size` bytes from /dev/urandom, written by `head` (fast in a debug build, where ``randomFile(_:size:)``
+    /// takes seconds per hundred megabytes).
+    func urandomFile(_ name: String, size: Int) async throws -> URL {
+        let url = root.appendingPathComponent(name)
+        try await onOwnThread {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/head")
+            process.arguments = ["-c", "\(size)", "/dev/urandom"]
+            _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+            process.standardOutput = try FileHandle(forWritingTo: url)
+            try process.run()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else { throw IntegrationFailure("head -c \(size) /dev/urandom failed") }
+        }
+        return url
+    }
+
     /// A sparse file of `size` zero bytes: big transfers without the disk space or the time to write them.
     func sparseFile(_ name: String, size: Int) throws -> URL {
         let url = root.appendingPathComponent(name)
