@@ -18,6 +18,7 @@ let fuzzTargets: [String: @Sendable (FuzzInput) -> Void] = [
     "messages-envelope": fuzzMessagesEnvelope,
     "beacons": fuzzBeacons,
     "connection-state-machine": fuzzConnectionStateMachine,
+    "quick-share": fuzzQuickShare,
 ]
 
 /// The target chosen for this process; an unknown or missing name stops the run before the first input.

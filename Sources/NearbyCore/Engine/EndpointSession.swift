@@ -78,7 +78,7 @@ public actor EndpointSession {
     package init(
         channel: any EndpointChannel, machine: ConnectionStateMachine, keepAlive: KeepAliveSettings,
         receiveDirectory: URL, timeouts: Timeouts = .init(), limits: ResourceLimits = .init(), logger: Logger,
-        admission: Admission? = nil,
+        incomingFileNaming: IncomingFileNaming? = nil, admission: Admission? = nil,
         upgradeMediums: [any MediumDriver] = [], autoUpgrade: Bool = true, localEndpointID: String = "",
         clock: NearbyClock = .continuous,
         onEvent: @escaping @Sendable (EndpointEvent) -> Void,
@@ -112,7 +112,8 @@ public actor EndpointSession {
         sender = OutgoingPayloadSender(
             writer: writer, gate: gate, chunkSize: channel.medium.maxTransmitPacketSize, logger: logger, clock: clock,
             onEvent: onEvent)
-        sink = IncomingPayloadSink(limits: limits, receiveDirectory: receiveDirectory, clock: clock, onEvent: onEvent)
+        sink = IncomingPayloadSink(
+            limits: limits, receiveDirectory: receiveDirectory, clock: clock, naming: incomingFileNaming, onEvent: onEvent)
         upgrade = UpgradeCoordinator(
             role: machine.role == .incoming ? .initiator : .responder, writer: writer, gate: gate,
             mediums: upgradeMediums, autoUpgrade: autoUpgrade, localEndpointID: localEndpointID, timeouts: timeouts,

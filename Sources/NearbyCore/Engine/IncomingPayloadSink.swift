@@ -32,12 +32,15 @@ final class IncomingPayloadSink {
     /// Thins out FILE progress to one update per 50 ms per payload (``TransferUpdateThrottle``).
     private var throttle = TransferUpdateThrottle()
     private let clock: NearbyClock
+    /// The application's names for incoming files, if it names them (`EngineConfiguration.incomingFileNaming`).
+    private let naming: IncomingFileNaming?
     private let onEvent: @Sendable (EndpointEvent) -> Void
 
     init(
-        limits: ResourceLimits, receiveDirectory: URL, clock: NearbyClock = .continuous,
+        limits: ResourceLimits, receiveDirectory: URL, clock: NearbyClock = .continuous, naming: IncomingFileNaming? = nil,
         onEvent: @escaping @Sendable (EndpointEvent) -> Void
     ) {
+        self.naming = naming
         tracker = IncomingPayloadTracker(limits: limits)
         files = ReceivedFileStore(directory: receiveDirectory, minimumFreeSpace: limits.minimumFreeDiskSpace)
         self.clock = clock
@@ -81,8 +84,14 @@ final class IncomingPayloadSink {
             switch action {
             case .bytesReceived(let id, let bytes):
                 onEvent(.bytesReceived(endpointID: endpoint, payloadID: id, bytes: bytes))
-            case .fileStarted(let id, let fileName, let parentFolder, let total):
+            case .fileStarted(let id, var fileName, var parentFolder, let total):
                 do {
+                    if let naming {
+                        guard let named = naming(endpoint, id, fileName, parentFolder) else {
+                            throw NearbyError(.invalidArgument, "the application refused file payload \(id)")
+                        }
+                        (fileName, parentFolder) = named
+                    }
                     try files.begin(id, fileName: fileName, parentFolder: parentFolder, totalSize: total)
                     let name = ReceivedFileNames.displayName(fileName: fileName, parentFolder: parentFolder)
                     onEvent(.fileStarted(endpointID: endpoint, payloadID: id, name: name, totalBytes: total))

@@ -278,7 +278,7 @@ package actor NearbyEngine {
         EndpointSession(
             channel: channel, machine: machine, keepAlive: keepAlive,
             receiveDirectory: configuration.receiveDirectory, timeouts: configuration.timeouts,
-            limits: configuration.limits, logger: logger,
+            limits: configuration.limits, logger: logger, incomingFileNaming: configuration.incomingFileNaming,
             admission: { [weak self] session, endpointID, nonce in
                 await self?.admit(session, endpointID: endpointID, nonce: nonce) ?? false
             },
@@ -367,7 +367,7 @@ package actor NearbyEngine {
     private func localDescription(_ info: [UInt8]) -> ConnectionStateMachine.LocalEndpoint {
         // Every medium we have, in priority order, as peers list theirs.
         .init(endpointID: localEndpointID, endpointInfo: info, upgradeMediums: mediums.map(\.kind),
-              keepAlive: configuration.keepAlive)
+              keepAlive: configuration.keepAlive, osType: configuration.reportedOSType)
     }
 
     private func selected(_ only: Set<MediumKind>?) -> [any MediumDriver] {

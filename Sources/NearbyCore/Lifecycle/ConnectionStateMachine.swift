@@ -33,12 +33,15 @@ package struct ConnectionStateMachine: Sendable {
         package var upgradeMediums: [MediumKind]
         /// The keep-alive settings we ask for.
         package var keepAlive: KeepAliveSettings
+        /// The `os_info` type our CONNECTION_RESPONSE carries; nil leaves the field out.
+        package var osType: ProtoOsInfo.OsType?
 
         /// Creates a description of the local endpoint.
         package init(
             endpointID: String, endpointInfo: [UInt8], upgradeMediums: [MediumKind] = [.wifiLAN],
-            keepAlive: KeepAliveSettings = .default
+            keepAlive: KeepAliveSettings = .default, osType: ProtoOsInfo.OsType? = nil
         ) {
+            self.osType = osType
             self.endpointID = endpointID
             self.endpointInfo = endpointInfo
             self.upgradeMediums = upgradeMediums
@@ -207,7 +210,7 @@ package struct ConnectionStateMachine: Sendable {
             return []
         }
         pending.localAccepted = accept
-        var actions: [Action] = [.sendFrame(OfflineFrames.connectionResponse(accept: accept))]
+        var actions: [Action] = [.sendFrame(OfflineFrames.connectionResponse(accept: accept, osType: local.osType))]
         actions += settle(&pending)
         return actions
     }
