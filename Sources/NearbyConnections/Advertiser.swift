@@ -66,6 +66,6 @@ public final class Advertiser: Sendable {
     /// Stops advertising and returns when it has stopped (for code that must know, such as Nearby Messages).
     package func stopAdvertisingAndWait() async {
         let engine = connectionManager.engine
-        await connectionManager.operations.enqueue { await engine.stopAdvertising() }.value
+        try? await connectionManager.operations.runAndWait { await engine.stopAdvertising() }
     }
 }

@@ -95,18 +95,19 @@ public final class ConnectionManager: Sendable {
         configuration.incomingFileNaming = options.incomingFileNaming
         engine = NearbyEngine(configuration: configuration, mediums: drivers)
         let engine = self.engine
-        router.withLock {
-            $0 = Task { [weak self] in
-                for await event in engine.events {
-                    guard let self else { return }
-                    self.route(event)
-                }
+        // Owner: this manager; `deinit` cancels it (it ends with the engine's events).
+        let router = Task { [weak self] in
+            for await event in engine.events {
+                guard let self else { return }
+                self.route(event)
             }
         }
+        self.router.withLock { $0 = router }
     }
 
     deinit {
-        router.withLock { $0?.cancel() }
+        router.withLock { $0 }?.cancel()
+        operations.finish()
         for subscriber in subscribers.withLock({ Array($0.values) }) { subscriber.continuation.finish() }
         let engine = self.engine
         Task { await engine.shutdown() }

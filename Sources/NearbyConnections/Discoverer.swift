@@ -56,7 +56,7 @@ public final class Discoverer: Sendable {
     /// Stops discovering and returns when it has stopped.
     package func stopDiscoveryAndWait() async {
         let engine = connectionManager.engine
-        await connectionManager.operations.enqueue { await engine.stopDiscovery() }.value
+        try? await connectionManager.operations.runAndWait { await engine.stopDiscovery() }
     }
 
     /// Requests a connection to a found endpoint, introducing this device with `context` (its endpoint info).

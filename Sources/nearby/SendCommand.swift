@@ -217,6 +217,6 @@ final class StreamSource: Sendable {
     }
 
     func summary() -> (size: Int64, digest: String) {
-        running.withLock { ($0.size, $0.finish()) }
+        running.withLock { ($0.size, $0.finish()) }  // lock-ok: a digest's finish (a value), not a stream's
     }
 }

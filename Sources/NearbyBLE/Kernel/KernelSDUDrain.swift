@@ -101,7 +101,7 @@ package final class KernelSDUDrain: Sendable {
                     let sdu = state.take()
                     if state.paused, state.bytes < pauseBytes / 2, !state.cancelled {
                         state.paused = false
-                        source.source.resume()
+                        source.source.resume()  // lock-ok: a dispatch source's resume only schedules its handler
                     }
                     return (sdu, nil)
                 }
@@ -211,9 +211,9 @@ package final class KernelSDUDrain: Sendable {
             state.cancelled = true
             if state.paused {
                 state.paused = false
-                source.source.resume()
+                source.source.resume()  // lock-ok: a dispatch source's resume only schedules its handler
             }
-            source.source.cancel()
+            source.source.cancel()  // lock-ok: a dispatch source's cancel handler runs later, on its queue
         }
     }
 }

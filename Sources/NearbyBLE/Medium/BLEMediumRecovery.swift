@@ -12,43 +12,64 @@ final class BLERadioWatch: Sendable {
     let broadcast = RadioStateBroadcast()
     /// The running advertisements, restarted after an outage.
     let advertisements = LockedValue<[ObjectIdentifier: BLEAdvertisingSession]>([:])
-    private let task = LockedValue<Task<Void, Never>?>(nil)
+    private struct Following {
+        var started = false
+        var stopped = false
+        var task: Task<Void, Never>?
+    }
+
+    private let following = LockedValue(Following())
 
     /// Starts following `radio` (once; later calls do nothing).
     func start(radio: any BLERadio, logger: Logger) {
-        task.withLock { task in
-            guard task == nil else { return }
-            let broadcast = self.broadcast
-            let advertisements = self.advertisements
-            task = Task {
-                var hadProblem = false
-                for await state in radio.states() {
-                    guard broadcast.publish(state) else { continue }
-                    switch state {
-                    case .unavailable(let error):
-                        hadProblem = true
-                        logger.notice("BLE radio unavailable", metadata: ["radio": "\(radio)", "error": "\(error)"])
-                    case .powered:
-                        guard hadProblem else { continue }
-                        hadProblem = false
-                        logger.notice("BLE radio usable again", metadata: ["radio": "\(radio)"])
-                        guard !radio.restoresAfterOutage else { continue }
-                        for session in advertisements.withLock({ Array($0.values) }) {
-                            do {
-                                try await session.restart()
-                            } catch {
-                                logger.warning("cannot advertise again after the outage", metadata: ["error": "\(error)"])
-                            }
+        let first = following.withLock { following -> Bool in
+            guard !following.started, !following.stopped else { return false }
+            following.started = true
+            return true
+        }
+        guard first else { return }
+        let broadcast = self.broadcast
+        let advertisements = self.advertisements
+        // Owner: this watch; `stop()` cancels it (it ends with the radio's state stream).
+        let task = Task {
+            var hadProblem = false
+            for await state in radio.states() {
+                guard broadcast.publish(state) else { continue }
+                switch state {
+                case .unavailable(let error):
+                    hadProblem = true
+                    logger.notice("BLE radio unavailable", metadata: ["radio": "\(radio)", "error": "\(error)"])
+                case .powered:
+                    guard hadProblem else { continue }
+                    hadProblem = false
+                    logger.notice("BLE radio usable again", metadata: ["radio": "\(radio)"])
+                    guard !radio.restoresAfterOutage else { continue }
+                    for session in advertisements.withLock({ Array($0.values) }) {
+                        do {
+                            try await session.restart()
+                        } catch {
+                            logger.warning("cannot advertise again after the outage", metadata: ["error": "\(error)"])
                         }
                     }
                 }
             }
         }
+        let stoppedMeanwhile = following.withLock { following -> Bool in
+            guard !following.stopped else { return true }
+            following.task = task
+            return false
+        }
+        if stoppedMeanwhile { task.cancel() }
     }
 
     /// Stops following the radio and ends the listeners' streams.
     func stop() {
-        task.withLock { $0?.cancel() }
+        let task = following.withLock { following -> Task<Void, Never>? in
+            following.stopped = true
+            defer { following.task = nil }
+            return following.task
+        }
+        task?.cancel()
         broadcast.finish()
     }
 }

@@ -12,7 +12,10 @@ package final class RadioStateBroadcast: Sendable {
         var finished = false
     }
 
-    private let values = LockedValue(Values())
+    /// The lock rule (docs/ARCHITECTURE.md): streams are yielded to and finished after the lock is released, in
+    /// the order of the changes. Yielding under the lock deadlocked against a listener's cancellation, whose
+    /// `onTermination` (run with the task's status lock held) takes this lock.
+    private let values = LockedOutbox(Values())
 
     package init() {}
 
@@ -26,11 +29,12 @@ package final class RadioStateBroadcast: Sendable {
     /// Publishes `state` unless it equals the current one; returns whether it was a change.
     @discardableResult
     package func publish(_ state: BLERadioState) -> Bool {
-        values.withLock { values in
+        values.withLock { values, outbox in
             guard !values.finished, values.current.map({ !Self.same($0, state) }) ?? true else { return false }
             values.current = state
             if case .powered = state { values.poweredCount += 1 }
-            for listener in values.listeners.values { listener.yield(state) }
+            let listeners = Array(values.listeners.values)
+            outbox.post { for listener in listeners { listener.yield(state) } }
             return true
         }
     }
@@ -48,17 +52,17 @@ package final class RadioStateBroadcast: Sendable {
     /// A new listener's stream: the current state first, then every change.
     package func stream() -> AsyncStream<BLERadioState> {
         let (stream, continuation) = AsyncStream.makeStream(of: BLERadioState.self, bufferingPolicy: .bufferingNewest(64))
-        let key: Int? = values.withLock { values in
-            guard !values.finished else { return nil }
+        let key: Int? = values.withLock { values, outbox in
+            guard !values.finished else {
+                outbox.post { continuation.finish() }
+                return nil
+            }
             values.counter += 1
             values.listeners[values.counter] = continuation
-            if let current = values.current { continuation.yield(current) }
+            if let current = values.current { outbox.post { continuation.yield(current) } }
             return values.counter
         }
-        guard let key else {
-            continuation.finish()
-            return stream
-        }
+        guard let key else { return stream }
         continuation.onTermination = { [weak self] _ in
             _ = self?.values.withLock { $0.listeners.removeValue(forKey: key) }
         }
@@ -67,12 +71,12 @@ package final class RadioStateBroadcast: Sendable {
 
     /// Ends every stream; later publishes are ignored.
     package func finish() {
-        let listeners = values.withLock { values in
+        values.withLock { values, outbox in
             values.finished = true
-            defer { values.listeners = [:] }
-            return Array(values.listeners.values)
+            let listeners = Array(values.listeners.values)
+            values.listeners = [:]
+            outbox.post { for listener in listeners { listener.finish() } }
         }
-        for listener in listeners { listener.finish() }
     }
 
     /// Powered equals powered; two unavailable states are equal when their messages are.

@@ -28,6 +28,11 @@ final class OnePacketPerWriteHandler: ChannelOutboundHandler, RemovableChannelHa
         context.close(mode: mode, promise: promise)
     }
 
+    /// Fails the writes still queued, so that no promise is left pending when the handler goes away.
+    func handlerRemoved(context: ChannelHandlerContext) {
+        while let entry = queued.popFirst() { entry.promise?.fail(ChannelError.ioOnClosedChannel) }
+    }
+
     private func writeNext(context: ChannelHandlerContext) {
         guard !writing, let entry = queued.popFirst() else { return }
         writing = true

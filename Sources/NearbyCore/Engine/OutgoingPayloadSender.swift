@@ -19,7 +19,7 @@ import NearbyWire
 package final class OutgoingPayloadSender: Sendable {
     private struct State {
         var payloads: [PayloadID: OutgoingPayloadState] = [:]
-        var laneTails: [PayloadKind: Task<Void, Never>] = [:]
+        var laneTails: [PayloadKind: CompletionSignal] = [:]
         var stopped = false
     }
 
@@ -70,20 +70,26 @@ package final class OutgoingPayloadSender: Sendable {
                 "a bytes payload holds at most \(PayloadLimits.maxBytesPayloadSize) bytes, got \(bytes.count); send a file or stream")
         }
         let reader = try PayloadChunkReader(source: source, chunkSize: chunkSize.withLock { $0 })
-        state.withLock { state in
+        // Only BYTES wait for the payload before them (their order is their delivery order): each takes its place
+        // in the lane under the lock, and its task, started after the lock, waits for the one before.
+        let done = CompletionSignal()
+        let previous = state.withLock { state -> CompletionSignal? in
             state.payloads[id] = OutgoingPayloadState(kind: source.kind)
-            // Only BYTES wait for the payload before them (their order is their delivery order).
-            let previous = source.kind == .bytes ? state.laneTails[source.kind] : nil
-            let slots = source.kind == .bytes ? nil : self.slots
-            let task = Task { [reader] in
-                var reader = reader
-                await previous?.value
-                await slots?.acquire()
-                await self.transmit(id: id, reader: &reader)
-                slots?.release()
-                reader.close()
-            }
-            if source.kind == .bytes { state.laneTails[source.kind] = task }
+            guard source.kind == .bytes else { return nil }
+            defer { state.laneTails[source.kind] = done }
+            return state.laneTails[source.kind]
+        }
+        let slots = source.kind == .bytes ? nil : self.slots
+        // Owner: this sender's session, which stops it (`stop()`); it ends after the payload's last frame, its
+        // failure or its cancellation.
+        Task { [reader] in
+            var reader = reader
+            await previous?.wait()
+            await slots?.acquire()
+            await self.transmit(id: id, reader: &reader)
+            slots?.release()
+            reader.close()
+            done.signal()
         }
     }
 

@@ -1,10 +1,10 @@
-/// Arms named timers on a clock: each is one task sleeping on the clock, replaced when the timer is armed again
-/// and cancelled when it is disarmed. A timer that fired calls back with its generation; the owner
+/// Arms named timers on a clock: each is one task sleeping on the clock (a ``TimerTask``, started and cancelled
+/// after this table's lock is released), replaced when the timer is armed again and cancelled when it is disarmed. A timer that fired calls back with its generation; the owner
 /// ``claim(_:generation:)``s it, so a fire that raced with re-arming or disarming is ignored.
 package final class SessionTimers<Key: Hashable & Sendable>: Sendable {
     private struct Armed {
         var generation: UInt64
-        var task: Task<Void, Never>
+        var task: TimerTask
     }
 
     private struct State {
@@ -22,18 +22,21 @@ package final class SessionTimers<Key: Hashable & Sendable>: Sendable {
     /// stopped.
     package func schedule(_ key: Key, after delay: Duration, fire: @escaping @Sendable (_ generation: UInt64) async -> Void) {
         let clock = self.clock
-        let replaced: Task<Void, Never>? = state.withLock { state in
+        let armed: (timer: TimerTask, generation: UInt64, replaced: TimerTask?)? = state.withLock { state in
             guard !state.stopped else { return nil }
             state.nextGeneration += 1
             let generation = state.nextGeneration
-            let task = Task {
-                do { try await clock.sleep(for: delay) } catch { return }
-                await fire(generation)
-            }
-            defer { state.armed[key] = Armed(generation: generation, task: task) }
-            return state.armed[key]?.task
+            let timer = TimerTask()
+            defer { state.armed[key] = Armed(generation: generation, task: timer) }
+            return (timer, generation, state.armed[key]?.task)
         }
-        replaced?.cancel()
+        guard let armed else { return }
+        armed.replaced?.cancel()
+        let generation = armed.generation
+        armed.timer.start {
+            do { try await clock.sleep(for: delay) } catch { return }
+            await fire(generation)
+        }
     }
 
     /// Whether the timer that fired with `generation` is still the armed one; disarms it if so.
@@ -55,7 +58,7 @@ package final class SessionTimers<Key: Hashable & Sendable>: Sendable {
 
     /// Disarms every timer and refuses new ones.
     package func stop() {
-        let tasks = state.withLock { state -> [Task<Void, Never>] in
+        let tasks = state.withLock { state -> [TimerTask] in
             state.stopped = true
             defer { state.armed = [:] }
             return state.armed.values.map(\.task)

@@ -57,20 +57,24 @@ final class EventFanOut: Sendable {
         }
     }
 
-    private let state = LockedValue(State())
+    /// Streams are yielded to and finished after the lock is released, in the order of the events (the lock
+    /// rule, docs/ARCHITECTURE.md).
+    private let state = LockedOutbox(State())
 
     func stream() -> AsyncStream<MessageEvent> {
         let (stream, continuation) = AsyncStream<MessageEvent>.makeStream(bufferingPolicy: .bufferingNewest(Self.maxBuffered))
         let key = UUID()
-        let finished = state.withLock { state -> Bool in
-            guard !state.finished else { return true }
-            for eventKey in state.order {
-                if let event = state.current[eventKey] { continuation.yield(event) }
+        let finished = state.withLock { state, outbox -> Bool in
+            guard !state.finished else {
+                outbox.post { continuation.finish() }
+                return true
             }
+            let replay = state.order.compactMap { state.current[$0] }
+            if !replay.isEmpty { outbox.post { for event in replay { continuation.yield(event) } } }
             state.subscribers[key] = continuation
             return false
         }
-        if finished { continuation.finish() }
+        if finished { return stream }
         continuation.onTermination = { [weak self] _ in
             _ = self?.state.withLock { $0.subscribers.removeValue(forKey: key) }
         }
@@ -78,7 +82,7 @@ final class EventFanOut: Sendable {
     }
 
     func yield(_ event: MessageEvent) {
-        state.withLock { state in
+        state.withLock { state, outbox in
             let eventKey = EventKey(event)
             switch event.kind {
             case .found:
@@ -86,16 +90,17 @@ final class EventFanOut: Sendable {
             case .lost:
                 if state.current.removeValue(forKey: eventKey) != nil { state.order.removeAll { $0 == eventKey } }
             }
-            for continuation in state.subscribers.values { continuation.yield(event) }
+            let subscribers = Array(state.subscribers.values)
+            outbox.post { for continuation in subscribers { continuation.yield(event) } }
         }
     }
 
     func finish() {
-        let continuations = state.withLock { state in
+        state.withLock { state, outbox in
             state.finished = true
-            defer { state.subscribers = [:] }
-            return Array(state.subscribers.values)
+            let subscribers = Array(state.subscribers.values)
+            state.subscribers = [:]
+            outbox.post { for continuation in subscribers { continuation.finish() } }
         }
-        for continuation in continuations { continuation.finish() }
     }
 }

@@ -15,7 +15,8 @@ final class PublicationDelivery: Sendable {
     private let discoverer: Discoverer
     private let clock: NearbyClock
     private let logger: Logger
-    private let state: LockedValue<(schedule: DeliverySchedule, timers: KeyedTimers<DeliverySchedule.Timer>)>
+    /// Timer starts and stops run after the lock is released, in order (the lock rule, docs/ARCHITECTURE.md).
+    private let state: LockedOutbox<(schedule: DeliverySchedule, timers: KeyedTimers<DeliverySchedule.Timer>)>
 
     init(
         envelope: [UInt8], connections: ConnectionManager, publicationBroadcasts: Bool, interval: Duration,
@@ -26,7 +27,7 @@ final class PublicationDelivery: Sendable {
         self.discoverer = Discoverer(connectionManager: connections)
         self.clock = clock
         self.logger = logger
-        state = LockedValue((DeliverySchedule(interval: interval, publicationBroadcasts: publicationBroadcasts), KeyedTimers()))
+        state = LockedOutbox((DeliverySchedule(interval: interval, publicationBroadcasts: publicationBroadcasts), KeyedTimers()))
     }
 
     /// How many deliveries to each subscription have ended (tests wait on it).
@@ -40,7 +41,7 @@ final class PublicationDelivery: Sendable {
 
     /// Stops discovery and every timer.
     func stop() async {
-        state.withLock { $0.timers.cancelAll() }
+        state.withLock { state, outbox in outbox.post(state.timers.stopAll()) }
         await discoverer.stopDiscoveryAndWait()
     }
 
@@ -63,16 +64,16 @@ final class PublicationDelivery: Sendable {
     }
 
     private func step(_ body: (inout DeliverySchedule) -> [DeliverySchedule.Action]) {
-        let work = state.withLock { state -> [DeliverySchedule.Action] in
+        let work = state.withLock { state, outbox -> [DeliverySchedule.Action] in
             body(&state.schedule).filter { action in
                 switch action {
                 case .startTimer(let timer, let delay):
-                    state.timers.start(timer, after: delay, on: clock) { [weak self] timer, generation in
+                    outbox.post(state.timers.start(timer, after: delay, on: clock) { [weak self] timer, generation in
                         self?.timerFired(timer, generation: generation)
-                    }
+                    })
                     return false
                 case .cancelTimer(let timer):
-                    state.timers.cancel(timer)
+                    outbox.post(state.timers.cancel(timer))
                     return false
                 case .deliver, .abandon:
                     return true
@@ -106,7 +107,7 @@ final class PublicationDelivery: Sendable {
 
     private func timerFired(_ timer: DeliverySchedule.Timer, generation: UInt64) {
         // A timer replaced or cancelled meanwhile is stale (a late redelivery would only be early, never wrong).
-        let current = state.withLock { $0.timers.finish(timer, generation: generation) }
+        let current = state.withLock { $0.timers.fired(timer, generation: generation) }
         guard current else { return }
         step { $0.timerFired(timer) }
     }

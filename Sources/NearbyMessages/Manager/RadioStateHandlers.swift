@@ -18,12 +18,15 @@ package final class RadioStateMonitor: Sendable {
         var mdnsWatch: (watch: MDNSDaemonWatch, continuation: AsyncStream<String?>.Continuation)?
     }
 
-    private let values = LockedValue(Values())
+    /// The handler is called after the lock is released, in the order of the transitions (the lock rule,
+    /// docs/ARCHITECTURE.md).
+    private let values = LockedOutbox(Values())
 
     package init() {}
 
     deinit {
-        values.withLock { $0.mdnsWatch?.continuation.finish() }
+        let continuation = values.withLock { $0.mdnsWatch?.continuation }
+        continuation?.finish()
     }
 
     /// The handler.
@@ -37,7 +40,9 @@ package final class RadioStateMonitor: Sendable {
 
     /// `error` shows a problem with `radio`: reported unless already reported.
     func problem(_ radio: RadioStatus.Radio, _ error: NearbyError) {
-        deliver(values.withLock { ($0.states.problem(radio, error), $0.handler) })
+        values.withLock { values, outbox in
+            Self.postStatus(values.states.problem(radio, error), to: values.handler, through: &outbox)
+        }
     }
 
     /// A Connections manager's BLE radio changed: its problem (with the kind the system told), or its clearing.
@@ -47,14 +52,17 @@ package final class RadioStateMonitor: Sendable {
             return
         }
         let error = status.error ?? NearbyError(.bluetoothUnavailable, "Bluetooth is unavailable")
-        deliver(values.withLock {
-            ($0.states.problem(.bluetooth, error, kind: status.problem.map(RadioStatus.Problem.init)), $0.handler)
-        })
+        values.withLock { values, outbox in
+            let status = values.states.problem(.bluetooth, error, kind: status.problem.map(RadioStatus.Problem.init))
+            Self.postStatus(status, to: values.handler, through: &outbox)
+        }
     }
 
     /// `radio` works: a problem reported before has cleared.
     func working(_ radio: RadioStatus.Radio) {
-        deliver(values.withLock { ($0.states.working(radio), $0.handler) })
+        values.withLock { values, outbox in
+            Self.postStatus(values.states.working(radio), to: values.handler, through: &outbox)
+        }
     }
 
     /// Starts watching avahi-daemon (once; later calls do nothing). Without a D-Bus system bus there is nothing to
@@ -87,8 +95,13 @@ package final class RadioStateMonitor: Sendable {
         }
     }
 
-    private func deliver(_ pair: (RadioStatus?, (@Sendable (RadioStatus) -> Void)?)) {
-        if let status = pair.0 { pair.1?(status) }
+    /// Posts the handler's call for `status`, when there is a transition and a handler.
+    private static func postStatus(
+        _ status: RadioStatus?, to handler: (@Sendable (RadioStatus) -> Void)?,
+        through outbox: inout LockedOutbox<Values>.Outbox
+    ) {
+        guard let status, let handler else { return }
+        outbox.post { handler(status) }
     }
 }
 

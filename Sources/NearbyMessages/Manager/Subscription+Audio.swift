@@ -100,11 +100,11 @@ extension Subscription {
                     out += state.messages.sourceGone(id, now: now)
                 case .startTimer(let token, let delay):
                     guard !state.stopped else { continue }
-                    audio.timers.start(token, after: delay, on: clock) { [weak self] token, generation in
+                    state.timerWork.append(audio.timers.start(token, after: delay, on: clock) { [weak self] token, generation in
                         self?.audioStep { audio, now in
-                            audio.timers.finish(token, generation: generation) ? audio.gate.timerFired(token, now: now) : []
+                            audio.timers.fired(token, generation: generation) ? audio.gate.timerFired(token, now: now) : []
                         }
-                    }
+                    })
                 }
             }
             state.audio = audio

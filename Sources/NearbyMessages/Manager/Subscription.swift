@@ -33,7 +33,9 @@ public final class Subscription: AsyncSequence, Sendable {
     private let onFound: (@Sendable (Message) -> Void)?
     private let onLost: (@Sendable (Message) -> Void)?
     private let fanOut = EventFanOut()
-    let state: LockedValue<State>
+    /// Timer starts and stops and found/lost deliveries are posted under the lock and run after it, in the order
+    /// of the tracker steps (the lock rule, docs/ARCHITECTURE.md).
+    let state: LockedOutbox<State>
     let tasks = LockedValue<[Task<Void, Never>]>([])
     private let owner: MessageManager
     let clock: NearbyClock
@@ -56,6 +58,8 @@ public final class Subscription: AsyncSequence, Sendable {
         var stopped = false
         /// One timer per gone publisher and per beacon, while its grace period runs.
         var timers = KeyedTimers<TimerKey>()
+        /// The timer starts and stops a step decided, to run after the lock (Subscription+FoundLost.swift).
+        var timerWork: [@Sendable () -> Void] = []
         /// The audio rule's gate and timers, when the subscription's only medium is audio (Subscription+Audio.swift).
         var audio: AudioScanState?
     }
@@ -78,7 +82,7 @@ public final class Subscription: AsyncSequence, Sendable {
         self.logger = owner.logger
         self.onFound = onFound
         self.onLost = onLost
-        state = LockedValue(State(
+        state = LockedOutbox(State(
             messages: FoundLostTracker(lostAfter: options.lostAfter), beacons: BeaconTracker(strategy: options.beaconStrategy)))
     }
 
@@ -177,7 +181,7 @@ public final class Subscription: AsyncSequence, Sendable {
             return state.stopped
         }
         guard !wasStopped else { return }
-        state.withLock { $0.timers.cancelAll(); $0.audio?.timers.cancelAll() }
+        stopTimers()
         for task in tasks.withLock({ $0 }) { task.cancel() }
         fanOut.finish()
         await deliveries.withLock({ $0 })?.stop()
@@ -187,8 +191,16 @@ public final class Subscription: AsyncSequence, Sendable {
         }
     }
 
+    /// Cancels every timer (after the lock is released).
+    private func stopTimers() {
+        state.withLock { state, outbox in
+            outbox.post(state.timers.stopAll())
+            if state.audio != nil { outbox.post(state.audio!.timers.stopAll()) }
+        }
+    }
+
     deinit {
-        state.withLock { $0.timers.cancelAll(); $0.audio?.timers.cancelAll() }
+        stopTimers()
         for task in tasks.withLock({ $0 }) { task.cancel() }
         fanOut.finish()
         let deliveries = self.deliveries.withLock { $0 }

@@ -16,7 +16,8 @@ final class SubscriptionDeliveries: Sendable {
     private let lifetime: Duration
     private let filter: MessageFilter
     private let logger: Logger
-    private let state = LockedValue<(pending: [String: MessageDescriptor], timers: KeyedTimers<String>)>(([:], KeyedTimers()))
+    /// Timer starts and stops run after the lock is released, in order (the lock rule, docs/ARCHITECTURE.md).
+    private let state = LockedOutbox<(pending: [String: MessageDescriptor], timers: KeyedTimers<String>)>(([:], KeyedTimers()))
 
     /// The tracker source of the deliveries of one publication (distinct from the endpoints found by discovery).
     static func source(_ endpoint: String) -> String { "delivery:" + endpoint }
@@ -38,7 +39,7 @@ final class SubscriptionDeliveries: Sendable {
 
     /// Stops advertising and every timer.
     func stop() async {
-        state.withLock { $0.timers.cancelAll() }
+        state.withLock { state, outbox in outbox.post(state.timers.stopAll()) }
         await advertiser.stopAdvertisingAndWait()
     }
 
@@ -82,13 +83,13 @@ final class SubscriptionDeliveries: Sendable {
     private func present(_ id: String, _ message: Message, _ subscription: Subscription) {
         let source = Self.source(id)
         subscription.messageStep { state, now in state.messages.present(source, message, now: now) }
-        state.withLock { state in
-            state.timers.start(id, after: lifetime, on: subscription.clock) { [weak self, weak subscription] id, generation in
-                guard let self, let subscription, self.state.withLock({ $0.timers.finish(id, generation: generation) }) else {
+        state.withLock { state, outbox in
+            outbox.post(state.timers.start(id, after: lifetime, on: subscription.clock) { [weak self, weak subscription] id, generation in
+                guard let self, let subscription, self.state.withLock({ $0.timers.fired(id, generation: generation) }) else {
                     return
                 }
                 subscription.messageStep { state, now in state.messages.sourceGone(source, now: now) }
-            }
+            })
         }
     }
 }

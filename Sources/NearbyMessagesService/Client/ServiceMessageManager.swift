@@ -54,15 +54,15 @@ public final class ServiceMessageManager: Sendable {
         let connection = try await MessageServiceClient.connect(socketPath: socketPath)
         let manager = ServiceMessageManager(serviceID: serviceID, connection: connection)
         let router = manager.router
-        manager.routing.withLock {
-            $0 = Task {
-                for await event in connection.events { router.deliver(event) }
-                let error = connection.disconnection ?? NearbyError(.endpointIoError, "the service closed the connection")
-                let closedByApp = error.code == .outOfOrderApiCall
-                router.finishAll(throwing: closedByApp ? nil : error)
-                if !closedByApp { onDisconnect?(error) }
-            }
+        // Owner: this manager; `close()` awaits it (it ends when the connection's events end).
+        let routing = Task {
+            for await event in connection.events { router.deliver(event) }
+            let error = connection.disconnection ?? NearbyError(.endpointIoError, "the service closed the connection")
+            let closedByApp = error.code == .outOfOrderApiCall
+            router.finishAll(throwing: closedByApp ? nil : error)
+            if !closedByApp { onDisconnect?(error) }
         }
+        manager.routing.withLock { $0 = routing }
         do {
             _ = try await manager.request(ServiceRequest(id: 0, op: .ping))
         } catch {

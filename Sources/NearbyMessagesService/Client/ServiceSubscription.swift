@@ -109,7 +109,9 @@ final class ServiceEventRouter: Sendable {
         var ended: NearbyError??
     }
 
-    private let state = LockedValue(State())
+    /// Routes are delivered to and finished after the lock is released, in order (the lock rule,
+    /// docs/ARCHITECTURE.md).
+    private let state = LockedOutbox(State())
 
     /// Routes one event from the service. A subscription's end (``ServiceEvent/isSubscriptionEnd``) ends its
     /// stream without an error, as ``remove(_:)`` does.
@@ -120,9 +122,9 @@ final class ServiceEventRouter: Sendable {
         }
         guard let kind = event.kind, let message = event.decodedMessage else { return }
         let messageEvent = MessageEvent(kind: kind, message: message)
-        state.withLock { state in
+        state.withLock { state, outbox in
             if let route = state.routes[event.subscription] {
-                route.deliver(messageEvent)
+                outbox.post { route.deliver(messageEvent) }
             } else if !state.retired.contains(event.subscription) {
                 var waiting = state.pending[event.subscription, default: []]
                 if waiting.count >= Self.maximumPending { waiting.removeFirst() }
@@ -135,10 +137,11 @@ final class ServiceEventRouter: Sendable {
     /// Registers `route` for `handle`, handing it the events that came first; when the connection is already gone
     /// the route ends at once.
     func register(_ route: ServiceEventRoute, for handle: String) {
-        state.withLock { state in
-            for event in state.pending.removeValue(forKey: handle) ?? [] { route.deliver(event) }
+        state.withLock { state, outbox in
+            let waiting = state.pending.removeValue(forKey: handle) ?? []
+            if !waiting.isEmpty { outbox.post { for event in waiting { route.deliver(event) } } }
             if case .some(let error) = state.ended {
-                route.finish(throwing: error)
+                outbox.post { route.finish(throwing: error) }
             } else {
                 state.routes[handle] = route
             }
@@ -147,22 +150,21 @@ final class ServiceEventRouter: Sendable {
 
     /// Stops routing `handle`: its stream ends without an error, and its later events are dropped.
     func remove(_ handle: String) {
-        let route = state.withLock { state in
+        state.withLock { state, outbox in
             state.retired.insert(handle)
             state.pending[handle] = nil
-            return state.routes.removeValue(forKey: handle)
+            if let route = state.routes.removeValue(forKey: handle) { outbox.post { route.finish(throwing: nil) } }
         }
-        route?.finish(throwing: nil)
     }
 
     /// The connection is gone: every stream ends, with `error` unless the app closed it (`nil`).
     func finishAll(throwing error: NearbyError?) {
-        let routes = state.withLock { state in
+        state.withLock { state, outbox in
             state.ended = .some(error)
             state.pending = [:]
-            defer { state.routes = [:] }
-            return Array(state.routes.values)
+            let routes = Array(state.routes.values)
+            state.routes = [:]
+            outbox.post { for route in routes { route.finish(throwing: error) } }
         }
-        for route in routes { route.finish(throwing: error) }
     }
 }

@@ -62,7 +62,9 @@ public final class MessageServiceClient: Sendable {
                 cause: error)
         }
         let client = MessageServiceClient()
-        client.connection.withLock { $0 = Task { await client.run(channel) } }
+        // Owner: this client; `close()` cancels and awaits it (it ends when the connection closes).
+        let running = Task { await client.run(channel) }
+        client.connection.withLock { $0 = running }
         return client
     }
 

@@ -81,9 +81,9 @@ final class AvahiBrowseSession: @unchecked Sendable {
     func suspend() {
         guard !isFinished else { return }
         freeAvahiObjects()
-        for name in reported.keys.sorted() {
-            continuation.yield(.lost(instanceName: name))
-        }
+        let lost = reported.keys.sorted()
+        let continuation = self.continuation
+        connection.post { for name in lost { continuation.yield(.lost(instanceName: name)) } }
         reported.removeAll()
     }
 
@@ -92,10 +92,14 @@ final class AvahiBrowseSession: @unchecked Sendable {
         freeAvahiObjects()
         guard !isFinished else { return }
         isFinished = true
-        if let error {
-            continuation.finish(throwing: error)
-        } else {
-            continuation.finish()
+        let continuation = self.continuation
+        let failure = error.map(AnySendableError.init)
+        connection.post {
+            if let failure {
+                continuation.finish(throwing: failure.error)
+            } else {
+                continuation.finish()
+            }
         }
     }
 
@@ -254,7 +258,8 @@ final class AvahiBrowseSession: @unchecked Sendable {
     private func reportChanges(of name: String) {
         guard let copies = instances[name] else {
             if reported.removeValue(forKey: name) != nil {
-                continuation.yield(.lost(instanceName: name))
+                let continuation = self.continuation
+                connection.post { continuation.yield(.lost(instanceName: name)) }
             }
             return
         }
@@ -276,7 +281,8 @@ final class AvahiBrowseSession: @unchecked Sendable {
         )
         if reported[name] != merged {
             reported[name] = merged
-            continuation.yield(.found(merged))
+            let continuation = self.continuation
+            connection.post { continuation.yield(.found(merged)) }
         }
     }
 

@@ -37,6 +37,11 @@ final class AvahiConnection: @unchecked Sendable {
     private var browseSessions: [ObjectIdentifier: AvahiBrowseSession] = [:]
     /// Set by ``shutDown()``.
     private var isShutDown = false
+    /// Where the call-outs that callbacks and locked sections decide (resuming a `register`, yielding and finishing
+    /// browse streams) run: after the poll's lock is released, in the order they were posted. Resuming a task under
+    /// the poll's lock could deadlock against a cancellation handler that takes it (the lock rule,
+    /// docs/ARCHITECTURE.md).
+    private let callouts = DispatchQueue(label: "nearby.avahi.callouts")
 
     /// Starts the event loop and a client, which waits for avahi-daemon when it is not running yet
     /// (`AVAHI_CLIENT_NO_FAIL`).
@@ -91,6 +96,11 @@ final class AvahiConnection: @unchecked Sendable {
     }
 
     /// Runs `body` with the event-loop lock held. Never call this from an Avahi callback.
+    /// Runs `work` after the poll's lock is released, after every call-out posted before it.
+    func post(_ work: @escaping @Sendable () -> Void) {
+        callouts.async(execute: work)
+    }
+
     func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
         avahi_threaded_poll_lock(poll)
         defer { avahi_threaded_poll_unlock(poll) }

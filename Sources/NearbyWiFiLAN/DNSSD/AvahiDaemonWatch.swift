@@ -37,13 +37,15 @@ final class AvahiDaemonWatchLoop: @unchecked Sendable {
     private let poll: OpaquePointer
     private var client: OpaquePointer?
     private var reconnect: AvahiReconnectTimer?
-    private let onChange: @Sendable (_ notRunning: String?) -> Void
+    private let handler: @Sendable (_ notRunning: String?) -> Void
+    /// Where the handler runs: after the poll's lock is released, in order (the lock rule, docs/ARCHITECTURE.md).
+    private let callouts = DispatchQueue(label: "nearby.avahi.daemon-watch.callouts")
     /// Set by ``shutDown()``.
     private var isShutDown = false
 
     /// Starts the loop and its client (see ``AvahiDaemonWatch/init(onChange:)``).
     init(onChange: @escaping @Sendable (_ notRunning: String?) -> Void) throws {
-        self.onChange = onChange
+        self.handler = onChange
         guard let poll = avahi_threaded_poll_new() else {
             throw NearbyError(.unknown, "could not create the Avahi event loop")
         }
@@ -108,6 +110,12 @@ final class AvahiDaemonWatchLoop: @unchecked Sendable {
             onChange("cannot reach avahi-daemon: \(String(cString: avahi_strerror(error)))")
             reconnect?.schedule(afterFailedAttempt: true)
         }
+    }
+
+    /// Posts the handler's call for `notRunning`, to run after the lock is released.
+    private func onChange(_ notRunning: String?) {
+        let handler = self.handler
+        callouts.async { handler(notRunning) }
     }
 
     /// Poll thread (or inside `avahi_client_new`), lock held.

@@ -65,12 +65,12 @@ final class AvahiRegistration: @unchecked Sendable {
         needsPublishing = true
     }
 
-    /// Resumes a pending `register` with success: the registration is kept and published when it can be. Lock
-    /// held.
+    /// Resumes a pending `register` with success (after the lock is released): the registration is kept and
+    /// published when it can be. Lock held.
     func resumeWaiter() {
         if let waiter {
             self.waiter = nil
-            waiter.resume()
+            connection.post { waiter.resume() }
         }
     }
 
@@ -86,7 +86,8 @@ final class AvahiRegistration: @unchecked Sendable {
         }
         if let waiter {
             self.waiter = nil
-            waiter.resume(throwing: error)
+            let failure = AnySendableError(error)
+            connection.post { waiter.resume(throwing: failure.error) }
         }
     }
 
@@ -152,10 +153,7 @@ final class AvahiRegistration: @unchecked Sendable {
         switch state {
         case AVAHI_ENTRY_GROUP_ESTABLISHED:
             suspension = nil
-            if let waiter {
-                self.waiter = nil
-                waiter.resume()
-            }
+            resumeWaiter()
         case AVAHI_ENTRY_GROUP_COLLISION:
             connection.forget(self)
             finish(with: AvahiErrorMapping.collision("publishing \"\(service.instanceName)\" as \(service.serviceType)"))
@@ -167,4 +165,11 @@ final class AvahiRegistration: @unchecked Sendable {
             break
         }
     }
+}
+
+/// An error carried into a posted call-out.
+struct AnySendableError: @unchecked Sendable {
+    let error: any Error
+
+    init(_ error: any Error) { self.error = error }
 }

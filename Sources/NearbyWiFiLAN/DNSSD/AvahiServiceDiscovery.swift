@@ -89,10 +89,10 @@ package final class AvahiServiceDiscovery: DNSServiceDiscovery {
         let connection = owner.connection
         let session = AvahiBrowseSession(serviceType: serviceType, continuation: continuation, connection: connection)
         continuation.onTermination = { _ in
-            // May run on the event-loop thread (when the session finishes itself), where the lock must not be
-            // taken; clean up from a task instead. Stopping is idempotent. The owner, not the connection, is
-            // what this handler holds: it may be released on the event-loop thread.
-            Task { owner.connection.withLock { owner.connection.stop(session) } }
+            // May run with a task's status lock held (a cancelled consumer), or on a call-out thread: the
+            // poll's lock is taken later, on the connection's call-out queue. Stopping is idempotent. The owner,
+            // not the connection, is what this handler holds: it may be released on the event-loop thread.
+            owner.connection.post { owner.connection.withLock { owner.connection.stop(session) } }
         }
         let waitForDaemon = self.waitForDaemon
         connection.withLock { connection.start(session, waitForDaemon: waitForDaemon) }

@@ -42,14 +42,23 @@ package final class TCPEndpointChannel: EndpointChannel {
     ) throws -> TCPEndpointChannel {
         channel.eventLoop.preconditionInEventLoop()
         let observer = TCPOutputShutdownObserver(eventLoop: channel.eventLoop)
-        let operations = channel.pipeline.syncOperations
-        try operations.addHandler(ByteToMessageHandler(LengthPrefixedFrameDecoder()))
-        try operations.addHandler(LengthPrefixedFrameWriter())
-        try operations.addHandler(observer)
-        let asyncChannel = try NIOAsyncChannel<[UInt8], ByteBuffer>(
-            wrappingChannelSynchronously: channel,
-            configuration: .init(isOutboundHalfClosureEnabled: true)
-        )
+        let asyncChannel: NIOAsyncChannel<[UInt8], ByteBuffer>
+        do {
+            let operations = channel.pipeline.syncOperations
+            try operations.addHandler(ByteToMessageHandler(LengthPrefixedFrameDecoder()))
+            try operations.addHandler(LengthPrefixedFrameWriter())
+            try operations.addHandler(observer)
+            asyncChannel = try NIOAsyncChannel<[UInt8], ByteBuffer>(
+                wrappingChannelSynchronously: channel,
+                configuration: .init(isOutboundHalfClosureEnabled: true)
+            )
+        } catch {
+            // A peer that accepted and closed at once leaves a closed channel here: the handlers cannot be added,
+            // and the observer's promise must not be left pending (a leaked promise traps in debug builds, and
+            // whoever waited for it would wait forever).
+            observer.abandon()
+            throw error
+        }
         let halves = TCPAsyncChannelHalves(asyncChannel)
         return TCPEndpointChannel(
             channel: channel,

@@ -36,6 +36,12 @@ final class TCPOutputShutdownObserver: ChannelInboundHandler, RemovableChannelHa
         markDone()
     }
 
+    /// Completes ``outputDone`` for an observer that never made it into a pipeline (setting the pipeline up
+    /// failed, for example on a channel the peer had already closed), so its promise is never left pending.
+    func abandon() {
+        markDone()
+    }
+
     private func markDone() {
         guard !isDone else { return }
         isDone = true
