@@ -33,21 +33,11 @@ public final class QuickShareReceiver: Sendable {
     /// The queue delegate methods are called on.
     public let queue: DispatchQueue
     /// The Nearby Connections manager underneath (service `NearbySharing`, point-to-point).
-    public let connectionManager: ConnectionManager
+    public var connectionManager: ConnectionManager { runtime.connectionManager }
 
-    private let fanOut = QuickShareEventFanOut()
-    private let driver: QuickShareSessionDriver
-    private let running = LockedValue(Running())
+    private let runtime: QuickShareRuntime
+    private let advertiser = LockedValue<Advertiser?>(nil)
     private let delegateBox = LockedValue(WeakDelegate())
-
-    struct Running {
-        var advertiser: Advertiser?
-        var loop: Task<Void, Never>?
-        var forwarder: Task<Void, Never>?
-        var beacon: QuickShareWakeUpBeacon?
-        var started = false
-        var stopped = false
-    }
 
     struct WeakDelegate { weak var value: (any QuickShareReceiverDelegate)? }
     struct WeakReceiver { weak var value: QuickShareReceiver? }
@@ -60,7 +50,7 @@ public final class QuickShareReceiver: Sendable {
     }
 
     /// A new subscription to every event from now on, in order. Subscribe before ``start()``.
-    public var events: AsyncStream<QuickShareEvent> { fanOut.subscribe() }
+    public var events: AsyncStream<QuickShareEvent> { runtime.fanOut.subscribe() }
 
     /// This device's endpoint ID while it runs.
     public var endpointID: String { connectionManager.localEndpointID }
@@ -70,21 +60,11 @@ public final class QuickShareReceiver: Sendable {
         self.options = options
         self.queue = queue
         endpointInfo = .visible(name: options.deviceName, deviceType: options.deviceType)
-        let fileNames = LockedValue<[String: [Int64: (String, String)]]>([:])
         let receiverBox = LockedValue(WeakReceiver())
-        connectionManager = ConnectionManager(
-            serviceID: QuickShareServiceName.serviceID, strategy: QuickShareServiceName.strategy, queue: queue,
-            options: options.connectionOptions(fileNames: fileNames))
-        driver = QuickShareSessionDriver(
-            manager: connectionManager, role: .receiver(options.limits), fanOut: fanOut, fileNames: fileNames,
-            freeSpace: { [options] in options.freeSpace() }, clock: options.clock, logger: options.logger,
+        runtime = QuickShareRuntime(
+            role: .receiver(options.limits), options: options, queue: queue, freeSpace: { [options] in options.freeSpace() },
             onOffer: { share in receiverBox.withLock { $0.value }?.offerToDelegate(share) })
         receiverBox.withLock { $0.value = self }
-    }
-
-    deinit {
-        // Ends the delegate forwarder; `stop()` is the orderly way.
-        fanOut.finish()
     }
 
     /// What ``start()`` set up.
@@ -108,104 +88,60 @@ public final class QuickShareReceiver: Sendable {
     /// - Throws: `NearbyError` when advertising cannot start (`.outOfOrderApiCall` when already started).
     @discardableResult
     public func start() async throws -> Advertising {
-        let events = connectionManager.events
-        let driver = self.driver
-        let alreadyStarted = running.withLock { running -> Bool in
-            guard !running.started, !running.stopped else { return true }
-            running.started = true
-            return false
+        try runtime.start { [weak self] event in
+            guard let self, let delegate = self.delegate else { return }
+            self.queue.async { delegate.receiver(self, didReport: event) }
         }
-        if alreadyStarted { throw NearbyError(.outOfOrderApiCall, "the receiver was already started") }
-        // Owner: this receiver; `stop()` cancels it and waits for it.
-        let loop = Task { await driver.run(events) }
-        let stoppedMeanwhile = running.withLock { running -> Bool in
-            guard !running.stopped else { return true }
-            running.loop = loop
-            return false
-        }
-        if stoppedMeanwhile {
-            loop.cancel()
-            throw NearbyError(.outOfOrderApiCall, "the receiver was stopped while starting")
-        }
-        startDelegateForwarding()
         let advertiser = Advertiser(connectionManager: connectionManager)
         let sessions = try await advertiser.startAdvertising(using: Data(endpointInfo.bytes))
-        running.withLock { $0.advertiser = advertiser }
-        var status = QuickShareBeaconStatus.disabled
-        if options.wakeUpBeacon {
-            let (beacon, beaconStatus) = await QuickShareWakeUpBeacon.start(
-                .sharing(type: .silent), logger: options.logger)
-            status = beaconStatus
-            running.withLock { $0.beacon = beacon }
-        }
+        self.advertiser.withLock { $0 = advertiser }
+        let beacon = await runtime.startBeacon(.silent, enabled: options.wakeUpBeacon, options: options)
         let wifi = sessions.first { $0.medium == .wifiLAN } ?? sessions.first
         return Advertising(
             endpointID: endpointID, port: wifi?.port, serviceType: QuickShareServiceName.serviceType,
             instanceName: (try? QuickShareServiceName.instanceName(endpointID: endpointID)) ?? "",
-            discoverabilityProblem: wifi?.discoverabilityProblem, beacon: status)
+            discoverabilityProblem: wifi?.discoverabilityProblem, beacon: beacon)
     }
 
     /// Accepts the offer from `endpointID` (answers RESPONSE ACCEPT; the attachments then arrive).
     /// - Throws: `.outOfOrderApiCall` when no offer from it waits for a decision.
     public func accept(_ endpointID: String) async throws {
-        try await driver.decide(endpointID, accept: true)
+        try await runtime.driver.decide(endpointID, accept: true)
     }
 
     /// Rejects the offer from `endpointID` (answers RESPONSE REJECT, then disconnects).
     /// - Throws: `.outOfOrderApiCall` when no offer from it waits for a decision.
     public func reject(_ endpointID: String) async throws {
-        try await driver.decide(endpointID, accept: false)
+        try await runtime.driver.decide(endpointID, accept: false)
     }
 
     /// Cancels the share with `endpointID` at any point (a CANCEL frame; partial files are removed).
     public func cancel(_ endpointID: String) async {
-        await driver.cancel(endpointID)
+        await runtime.driver.cancel(endpointID)
     }
 
     /// Cancels every share under way.
     public func cancelAll() async {
-        await driver.cancelAll()
+        await runtime.driver.cancelAll()
     }
 
     /// Stops advertising, the beacon and every connection, and ends the event streams.
     public func stop() async {
-        let state = running.withLock { running -> Running in
-            let state = running
-            running = Running(stopped: true)
-            return state
+        let advertiser = self.advertiser.withLock { advertiser -> Advertiser? in
+            defer { advertiser = nil }
+            return advertiser
         }
-        await state.beacon?.stop()
-        if let advertiser = state.advertiser {
-            await advertiser.stopAdvertisingAndWait()
-        }
-        await connectionManager.shutdown()
-        state.loop?.cancel()
-        await state.loop?.value
-        await driver.stop()
-        fanOut.finish()
-        await state.forwarder?.value
-    }
-
-    private func startDelegateForwarding() {
-        let events = fanOut.subscribe()
-        // Owner: this receiver; it ends when the event streams finish (`stop()` or deinit) and `stop()` waits for it.
-        let forwarder = Task { [weak self, queue] in
-            for await event in events {
-                guard let self, let delegate = self.delegate else { continue }
-                queue.async { delegate.receiver(self, didReport: event) }
-            }
-        }
-        running.withLock { $0.forwarder = forwarder }
+        await runtime.shutdown { await advertiser?.stopAdvertisingAndWait() }
     }
 
     private func offerToDelegate(_ share: QuickShareIncomingShare) {
         guard let delegate else { return }
-        let driver = self.driver
+        let driver = runtime.driver
+        let tasks = runtime.tasks
         let endpointID = share.sender.endpointID
         queue.async {
             delegate.receiver(self, didReceive: share) { accept in
-                // Owner: none needed; it applies one decision and ends.
-                Task { try? await driver.decide(endpointID, accept: accept) }
+                tasks.spawn { try? await driver.decide(endpointID, accept: accept) }
             }
         }
     }

@@ -28,21 +28,11 @@ public final class QuickShareSender: Sendable {
     /// The queue delegate methods are called on.
     public let queue: DispatchQueue
     /// The Nearby Connections manager underneath (service `NearbySharing`, point-to-point).
-    public let connectionManager: ConnectionManager
+    public var connectionManager: ConnectionManager { runtime.connectionManager }
 
-    private let fanOut = QuickShareEventFanOut()
-    private let driver: QuickShareSessionDriver
+    private let runtime: QuickShareRuntime
     private let discoverer: Discoverer
-    private let running = LockedValue(Running())
     private let delegateBox = LockedValue(WeakDelegate())
-
-    struct Running {
-        var loop: Task<Void, Never>?
-        var forwarder: Task<Void, Never>?
-        var beacon: QuickShareWakeUpBeacon?
-        var discovering = false
-        var stopped = false
-    }
 
     struct WeakDelegate { weak var value: (any QuickShareSenderDelegate)? }
 
@@ -53,25 +43,15 @@ public final class QuickShareSender: Sendable {
     }
 
     /// A new subscription to every event from now on, in order. Subscribe before ``startDiscovery()``.
-    public var events: AsyncStream<QuickShareEvent> { fanOut.subscribe() }
+    public var events: AsyncStream<QuickShareEvent> { runtime.fanOut.subscribe() }
 
     /// Creates a sender; nothing happens until ``startDiscovery()``.
     public init(options: QuickShareOptions = QuickShareOptions(), queue: DispatchQueue = DispatchQueue(label: "swift-nearby.quickshare")) {
         self.options = options
         self.queue = queue
         endpointInfo = .visible(name: options.deviceName, deviceType: options.deviceType)
-        let fileNames = LockedValue<[String: [Int64: (String, String)]]>([:])
-        connectionManager = ConnectionManager(
-            serviceID: QuickShareServiceName.serviceID, strategy: QuickShareServiceName.strategy, queue: queue,
-            options: options.connectionOptions(fileNames: fileNames))
-        discoverer = Discoverer(connectionManager: connectionManager)
-        driver = QuickShareSessionDriver(
-            manager: connectionManager, role: .sender, fanOut: fanOut, fileNames: fileNames, freeSpace: { nil },
-            clock: options.clock, logger: options.logger)
-    }
-
-    deinit {
-        fanOut.finish()
+        runtime = QuickShareRuntime(role: .sender, options: options, queue: queue, freeSpace: { nil })
+        discoverer = Discoverer(connectionManager: runtime.connectionManager)
     }
 
     /// Starts discovering Quick Share receivers (reported as ``QuickShareEvent/deviceFound(_:)``) and the wake-up
@@ -80,36 +60,17 @@ public final class QuickShareSender: Sendable {
     /// - Throws: `NearbyError` when discovery cannot start (`.outOfOrderApiCall` when already discovering).
     @discardableResult
     public func startDiscovery() async throws -> QuickShareBeaconStatus {
-        let events = connectionManager.events
-        let driver = self.driver
-        let refused = running.withLock { running -> Bool in
-            guard !running.discovering, !running.stopped else { return true }
-            running.discovering = true
-            return false
+        try runtime.start { [weak self] event in
+            guard let self, let delegate = self.delegate else { return }
+            self.queue.async { delegate.sender(self, didReport: event) }
         }
-        if refused { throw NearbyError(.outOfOrderApiCall, "the sender is already discovering (or stopped)") }
-        // Owner: this sender; `stop()` cancels it and waits for it.
-        let loop = Task { await driver.run(events) }
-        let stoppedMeanwhile = running.withLock { running -> Bool in
-            guard !running.stopped else { return true }
-            running.loop = loop
-            return false
-        }
-        if stoppedMeanwhile {
-            loop.cancel()
-            throw NearbyError(.outOfOrderApiCall, "the sender was stopped while starting")
-        }
-        startDelegateForwarding()
         try await discoverer.startDiscovery()
-        guard options.wakeUpBeacon else { return .disabled }
-        let (beacon, status) = await QuickShareWakeUpBeacon.start(.sharing(type: .notify), logger: options.logger)
-        running.withLock { $0.beacon = beacon }
-        return status
+        return await runtime.startBeacon(.notify, enabled: options.wakeUpBeacon, options: options)
     }
 
     /// The receivers found so far.
     public var devices: [QuickShareDevice] {
-        get async { await driver.devices }
+        get async { await runtime.driver.devices }
     }
 
     /// Sends `items` to the discovered receiver `endpointID`: connects, exchanges the paired keys, introduces the
@@ -121,46 +82,23 @@ public final class QuickShareSender: Sendable {
     public func send(_ items: [QuickShareItem], to endpointID: String) async throws {
         var generator = SystemRandomNumberGenerator()
         let plan = try QuickShareOutgoingPlan(items: items, using: &generator)
-        try await driver.startShare(plan, to: endpointID, ownInfo: endpointInfo.bytes, discoverer: discoverer)
+        try await runtime.driver.startShare(plan, to: endpointID, ownInfo: endpointInfo.bytes, discoverer: discoverer)
     }
 
     /// Cancels the share with `endpointID` (a CANCEL frame, then the connection closes).
     public func cancel(_ endpointID: String) async {
-        await driver.cancel(endpointID)
+        await runtime.driver.cancel(endpointID)
     }
 
     /// Cancels every share under way.
     public func cancelAll() async {
-        await driver.cancelAll()
+        await runtime.driver.cancelAll()
     }
 
     /// Stops discovery, the beacon and every connection, and ends the event streams.
     public func stop() async {
-        let state = running.withLock { running -> Running in
-            let state = running
-            running = Running(stopped: true)
-            return state
-        }
-        await state.beacon?.stop()
-        await discoverer.stopDiscoveryAndWait()
-        await connectionManager.shutdown()
-        state.loop?.cancel()
-        await state.loop?.value
-        await driver.stop()
-        fanOut.finish()
-        await state.forwarder?.value
-    }
-
-    private func startDelegateForwarding() {
-        let events = fanOut.subscribe()
-        // Owner: this sender; it ends when the event streams finish (`stop()` or deinit) and `stop()` waits for it.
-        let forwarder = Task { [weak self, queue] in
-            for await event in events {
-                guard let self, let delegate = self.delegate else { continue }
-                queue.async { delegate.sender(self, didReport: event) }
-            }
-        }
-        running.withLock { $0.forwarder = forwarder }
+        let discoverer = self.discoverer
+        await runtime.shutdown { await discoverer.stopDiscoveryAndWait() }
     }
 }
 
