@@ -82,7 +82,7 @@ EOF
 esac
 
 set +e
-scripts/with-test-network.sh scripts/with-hang-dump.sh 45 \
+scripts/with-test-network.sh scripts/with-hang-dump.sh --idle 15 45 \
     swift test --sanitize="$sanitizer" --scratch-path "$scratch" --skip-build --no-parallel "$@"
 rc=$?
 set -e

@@ -29,10 +29,12 @@ fi
 
 # Tests run one at a time: several suites share one avahi-daemon and real sockets, and keep-alive tests must not
 # be starved by parallel CPU-heavy transfers on a 2-core machine.
-# A hung test must not eat the whole CI budget: after 40 minutes (the suite takes about 9 on 2 cores) the stacks of
-# the test processes are printed and swift test is stopped (exit 124; scripts/with-hang-dump.sh).
+# A hung test must not eat the whole CI budget: when swift test has printed nothing for 10 minutes (it prints a line
+# as each test starts and ends; the longest test prints progress), or after 40 minutes in all (the suite takes
+# about 15 on 2 cores), the stacks of the test processes are printed and swift test is stopped (exit 124;
+# scripts/with-hang-dump.sh).
 set +e
-scripts/with-test-network.sh scripts/with-hang-dump.sh 40 swift test --no-parallel "$@"
+scripts/with-test-network.sh scripts/with-hang-dump.sh --idle 10 40 swift test --no-parallel "$@"
 rc=$?
 if [[ "$run_bluez_vm" == 1 ]]; then
     scripts/with-test-network.sh timeout --signal=TERM --kill-after=30s 15m scripts/test-bluez-vm.sh

@@ -1,24 +1,51 @@
 #!/usr/bin/env bash
-# Usage: scripts/with-hang-dump.sh MINUTES CMD [ARGS...]
+# Usage: scripts/with-hang-dump.sh [--idle IDLE-MINUTES] MINUTES CMD [ARGS...]
 #
-# Runs CMD; if it is still running after MINUTES, prints the stack of every thread of each test process under it
-# (the swift-testing/XCTest runner `*PackageTests.xctest` and any `nearby` it spawned; gdb, batch mode) and the
-# process tree, then ends CMD's process group (TERM, and KILL 30 s later) and exits 124, like timeout(1).
-# A hung test then fails CI with the place it hung instead of only the time it took.
+# Runs CMD; if it is still running after MINUTES, or (with --idle) it has printed nothing for IDLE-MINUTES, prints
+# the stack of every thread of each test process under it (the swift-testing/XCTest runner `*PackageTests.xctest`
+# and any `nearby` it spawned; gdb, batch mode) and the process tree, then ends CMD's process group (TERM, and KILL
+# 30 s later) and exits 124, like timeout(1). A hung test then fails CI within minutes, with the place it hung,
+# instead of at the end of the whole run's budget: swift test prints a line as each test starts and ends (its
+# output is line-buffered here, through stdbuf), so silence longer than the longest test means a test is stuck.
+# (swift-testing's own `.timeLimit` cannot end a test whose body never returns to it.)
 set -uo pipefail
 
+idle_minutes=0
+if [[ "${1:-}" == "--idle" ]]; then
+    idle_minutes="$2"
+    shift 2
+fi
 if (($# < 2)); then
-    echo "usage: $0 MINUTES CMD [ARGS...]" >&2
+    echo "usage: $0 [--idle IDLE-MINUTES] MINUTES CMD [ARGS...]" >&2
     exit 2
 fi
 minutes="$1"
 shift
 
-# CMD in its own process group, so the whole tree can be ended by its PID.
-setsid "$@" &
+# CMD in its own process group, so the whole tree can be ended by its PID. Its output goes through a reader that
+# notes the time of the last line (the idle watch).
+work="$(mktemp -d "${TMPDIR:-/tmp}/with-hang-dump.XXXXXX")"
+stamp="$work/last-output"
+: >"$stamp"
+mkfifo "$work/output"
+# The reader: passes every line through and notes when the last one came.
+(
+    while IFS= read -r line || [[ -n "$line" ]]; do
+        printf '%s\n' "$line"
+        : >"$stamp"
+    done <"$work/output"
+) &
+reader=$!
+line_buffered=()
+command -v stdbuf >/dev/null && line_buffered=(stdbuf -oL -eL)
+setsid "${line_buffered[@]}" "$@" >"$work/output" 2>&1 &
 pid=$!
+finish() {
+    wait "$reader" 2>/dev/null
+    rm -rf "$work"
+}
 # Interrupted or stopped ourselves (Ctrl-C, an outer timeout): CMD's group goes too.
-trap 'kill -TERM -- "-$pid" 2>/dev/null; wait "$pid" 2>/dev/null; exit 130' INT TERM
+trap 'kill -TERM -- "-$pid" 2>/dev/null; wait "$pid" 2>/dev/null; finish; exit 130' INT TERM
 
 descendants() {
     local children
@@ -30,7 +57,7 @@ descendants() {
 }
 
 dump_and_end() {
-    echo "with-hang-dump: still running after $minutes min; stacks follow" >&2
+    echo "with-hang-dump: $1; stacks follow" >&2
     ps -o pid,ppid,etime,args --forest -g "$pid" >&2 || true
     for child in $(descendants "$pid"); do
         local name
@@ -57,10 +84,24 @@ dump_and_end() {
 deadline=$((SECONDS + minutes * 60))
 while kill -0 "$pid" 2>/dev/null; do
     sleep 1
-    if ((SECONDS >= deadline)) && kill -0 "$pid" 2>/dev/null; then
-        dump_and_end
+    kill -0 "$pid" 2>/dev/null || break
+    if ((SECONDS >= deadline)); then
+        dump_and_end "still running after $minutes min"
         wait "$pid" 2>/dev/null
+        finish
         exit 124
+    fi
+    if ((idle_minutes > 0)); then
+        idle=$(($(date +%s) - $(stat -c %Y "$stamp")))
+        if ((idle >= idle_minutes * 60)); then
+            dump_and_end "no output for $idle_minutes min (a test is stuck)"
+            wait "$pid" 2>/dev/null
+            finish
+            exit 124
+        fi
     fi
 done
 wait "$pid"
+rc=$?
+finish
+exit "$rc"

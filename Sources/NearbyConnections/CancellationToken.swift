@@ -18,7 +18,8 @@ public final class CancellationToken: Sendable {
 
     /// Cancels the payload (Google's callback form). The handler gets an error when no such payload is moving.
     public func cancel(completionHandler: (@Sendable ((any Error)?) -> Void)? = nil) {
-        Task {
+        let (engine, payloadID) = (self.engine, self.payloadID)
+        engine.tasks.spawn {
             let found = await engine.cancelPayload(payloadID)
             completionHandler?(found ? nil : NearbyError(.endpointUnknown, "payload \(payloadID) is not in progress"))
         }

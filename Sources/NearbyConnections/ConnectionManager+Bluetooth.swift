@@ -11,24 +11,18 @@ final class BluetoothStatusWatch: Sendable {
     }
 
     private let values = LockedValue(Values())
-    private let tasks = LockedValue<[Task<Void, Never>]>([])
 
-    /// Starts following every BLE medium among `drivers` (nothing happens until a medium is used).
-    init(drivers: [any MediumDriver]) {
-        let streams = drivers.compactMap { ($0 as? BLEMedium)?.radioStates() }
-        let started = streams.map { states in
-            Task { [weak self] in
+    /// Starts following every BLE medium among `drivers` (nothing happens until a medium is used), in tasks of
+    /// the manager's scope.
+    init(drivers: [any MediumDriver], tasks: TaskScope) {
+        for states in drivers.compactMap({ ($0 as? BLEMedium)?.radioStates() }) {
+            tasks.spawn { [weak self] in
                 for await state in states {
                     guard let self else { return }
                     self.receive(state)
                 }
             }
         }
-        tasks.withLock { $0 = started }
-    }
-
-    deinit {
-        for task in tasks.withLock({ $0 }) { task.cancel() }
     }
 
     var handler: (@Sendable (BluetoothStatus) -> Void)? {

@@ -32,7 +32,7 @@ extension ConnectionManager {
         _ source: OutgoingPayloadSource, to endpointIDs: [EndpointID], id: PayloadID,
         _ completionHandler: (@Sendable ((any Error)?) -> Void)?
     ) -> CancellationToken {
-        Task {
+        tasks.spawn { [self] in
             do {
                 _ = try await start(source, toEach: endpointIDs, id: id)
                 completionHandler?(nil)
@@ -51,7 +51,8 @@ extension ConnectionManager {
     ) -> CancellationToken {
         let id = id ?? .unique()
         let reader = InputStreamReader(stream)
-        Task {
+        let engine = self.engine
+        tasks.spawn {
             do {
                 for endpoint in endpointIDs.prefix(1) {
                     try await engine.send(.stream(next: { reader.read() }), to: endpoint, id: id)
@@ -66,7 +67,8 @@ extension ConnectionManager {
 
     /// Disconnects from an endpoint (Google's callback form).
     public func disconnect(from endpointID: EndpointID, completionHandler: (@Sendable ((any Error)?) -> Void)? = nil) {
-        Task {
+        let engine = self.engine
+        tasks.spawn {
             await engine.disconnect(from: endpointID)
             completionHandler?(nil)
         }

@@ -56,7 +56,9 @@ public final class ConnectionManager: Sendable {
         let overflow: EventOverflowWarning
     }
     private let state = LockedValue(DelegateState())
-    private let router = LockedValue<Task<Void, Never>?>(nil)
+    /// Owns the manager's tasks: the event router, the Bluetooth status followers and the work of the
+    /// callback-shaped API; `deinit` cancels them (it starts nothing), and ``shutdown()`` waits for the engine's.
+    let tasks = TaskScope()
 
     struct DelegateState {
         weak var delegate: (any ConnectionManagerDelegate)?
@@ -86,7 +88,7 @@ public final class ConnectionManager: Sendable {
             options.logger.warning("medium unavailable", metadata: ["medium": "\(kind)", "error": "\(problem)"])
         }
         mediumProblems = problems
-        bluetooth = BluetoothStatusWatch(drivers: drivers)
+        bluetooth = BluetoothStatusWatch(drivers: drivers, tasks: tasks)
         var configuration = EngineConfiguration(
             serviceID: serviceID, strategy: strategy, receiveDirectory: options.receiveDirectory,
             keepAlive: options.keepAlive, timeouts: timeouts, autoUpgradeBandwidth: options.autoUpgradeBandwidth,
@@ -95,22 +97,20 @@ public final class ConnectionManager: Sendable {
         configuration.incomingFileNaming = options.incomingFileNaming
         engine = NearbyEngine(configuration: configuration, mediums: drivers)
         let engine = self.engine
-        // Owner: this manager; `deinit` cancels it (it ends with the engine's events).
-        let router = Task { [weak self] in
+        tasks.spawn { [weak self] in
             for await event in engine.events {
                 guard let self else { return }
                 self.route(event)
             }
         }
-        self.router.withLock { $0 = router }
     }
 
     deinit {
-        router.withLock { $0 }?.cancel()
+        tasks.cancel()
         operations.finish()
         for subscriber in subscribers.withLock({ Array($0.values) }) { subscriber.continuation.finish() }
-        let engine = self.engine
-        Task { await engine.shutdown() }
+        // The engine's own supervisor shuts it down (advertising, discovery, connections): nothing is started here.
+        engine.release()
     }
 
     /// The engine's kinds for the mediums asked for (`nil`: every medium of the options).
@@ -200,7 +200,8 @@ public final class ConnectionManager: Sendable {
         await engine.disconnect(from: endpointID)
     }
 
-    /// Stops advertising, discovery and every connection.
+    /// Stops advertising, discovery and every connection, and returns once they have stopped (each connection
+    /// within 3 seconds, however its peer behaves). The manager can be used again afterwards.
     public func shutdown() async {
         await engine.shutdown()
     }
@@ -305,8 +306,8 @@ public final class ConnectionManager: Sendable {
     private func decideThroughDelegates(_ info: ConnectionInfo, _ delegates: DelegateState) {
         let engine = self.engine
         let endpointID = info.endpointID
-        let decide: @Sendable (Bool) -> Void = { accept in
-            Task {
+        let decide: @Sendable (Bool) -> Void = { [tasks] accept in
+            tasks.spawn {
                 if accept { try? await engine.acceptConnection(endpointID) } else { try? await engine.rejectConnection(endpointID) }
             }
         }

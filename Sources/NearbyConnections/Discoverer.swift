@@ -89,7 +89,7 @@ public final class Discoverer: Sendable {
         to endpointID: EndpointID, using context: Data, mediums: Set<Medium>? = nil,
         completionHandler: (@Sendable ((any Error)?) -> Void)? = nil
     ) {
-        Task {
+        connectionManager.tasks.spawn { [self] in
             do {
                 try await requestConnection(to: endpointID, using: context, mediums: mediums)
                 completionHandler?(nil)

@@ -5,7 +5,7 @@ import Testing
 
 /// The second decoding pass (channel estimate and likelihood decisions) recovers frames that the loudest-tone pass
 /// loses when an early reflection fades every other tone.
-@Suite("Audio modem channel estimate")
+@Suite("Audio modem channel estimate", .timeLimit(.minutes(5)))
 struct AudioModemChannelEstimateTests {
     @Test("A 5 ms reflection at -3 dB plus noise at -14 dB: the likelihood pass decodes frames the first pass cannot")
     func combFilteredFrames() throws {

@@ -6,7 +6,7 @@ import Testing
 /// The modem's error figures at several signal-to-noise ratios (white Gaussian noise over the whole band; the SNR
 /// is the power of a tone over the power of the noise in 0…24 kHz). Printed as a table, quoted in
 /// docs/AUDIO-MODEM.md; the assertions only pin the behaviour well inside the measured margins.
-@Suite("Audio modem error rates")
+@Suite("Audio modem error rates", .timeLimit(.minutes(5)))
 struct AudioModemErrorRateTests {
     struct Figures {
         var snr: Double

@@ -10,7 +10,7 @@ import Darwin
 
 @testable import NearbyAudio
 
-@Suite("Audio modem known answers")
+@Suite("Audio modem known answers", .timeLimit(.minutes(5)))
 struct AudioModemKnownAnswerTests {
     @Test("CRC-16/CCITT-FALSE check value and token vectors")
     func crcVectors() {

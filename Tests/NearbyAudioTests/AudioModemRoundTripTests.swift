@@ -9,7 +9,7 @@ import Darwin
 #endif
 
 /// Round trips through the streaming decoder on synthetic signals: noise, echo, clock drift, gain, chunking.
-@Suite("Audio modem round trips")
+@Suite("Audio modem round trips", .timeLimit(.minutes(5)))
 struct AudioModemRoundTripTests {
     /// `frames` frames of `tokens`, each after a stretch of silence of random length, then a short tail.
     static func transmission(

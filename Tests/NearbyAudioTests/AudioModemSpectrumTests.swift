@@ -9,7 +9,7 @@ import Darwin
 
 /// The encoder's output stays in its band: the ramps keep tone changes and frame edges from splattering energy into
 /// the audible range (which is what an audible click is).
-@Suite("Audio modem spectrum")
+@Suite("Audio modem spectrum", .timeLimit(.minutes(5)))
 struct AudioModemSpectrumTests {
     /// Power of `pcm` at `frequency` (Hann window over the whole signal).
     static func power(_ pcm: [Float], at frequency: Double, sampleRate: Int) -> Double {

@@ -5,7 +5,7 @@ import Testing
 @testable import NearbyBLE
 
 /// ``ACLFlowControl`` driven by real ACL and Number Of Completed Packets bytes.
-@Suite struct ACLFlowControlTests {
+@Suite(.timeLimit(.minutes(5))) struct ACLFlowControlTests {
     private func writes(_ actions: [ACLFlowControl.Action]) -> [[UInt8]] {
         actions.compactMap { if case .write(let bytes) = $0 { bytes } else { nil } }
     }

@@ -5,7 +5,7 @@ import Testing
 /// The `nearby` CLI with `--medium ble --hci tcp:...`: advertise in one process, send from another.
 @Suite(
     "nearby CLI over BLE", .serialized,
-    .enabled(if: BLETestEnvironment.bumbleTestsEnabled, "needs <repo>/.venv with bumble (scripts/install-deps.sh)"))
+    .enabled(if: BLETestEnvironment.bumbleTestsEnabled, "needs <repo>/.venv with bumble (scripts/install-deps.sh)"), .timeLimit(.minutes(5)))
 struct BLECLITests {
     static func nearbyExecutable() throws -> String {
         var candidates: [String] = []

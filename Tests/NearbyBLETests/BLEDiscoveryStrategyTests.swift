@@ -5,7 +5,7 @@ import Testing
 import NearbyBLE
 
 /// BLE discovery finds only endpoints advertising the discoverer's strategy (PCP), in both advertisement forms.
-@Suite("BLE discovery by strategy")
+@Suite("BLE discovery by strategy", .timeLimit(.minutes(5)))
 struct BLEDiscoveryStrategyTests {
     static let pairs = PCP.allCases.flatMap { advertised in PCP.allCases.map { (advertised, $0) } }
 

@@ -41,7 +41,7 @@ final class EventLog: Sendable {
 /// full lifecycle (UKEY2, encryption, payloads) through ``ConnectionManager``.
 @Suite(
     "Two swift-nearby stacks over BLE", .serialized,
-    .enabled(if: BLETestEnvironment.bumbleTestsEnabled, "needs <repo>/.venv with bumble (scripts/install-deps.sh)"))
+    .enabled(if: BLETestEnvironment.bumbleTestsEnabled, "needs <repo>/.venv with bumble (scripts/install-deps.sh)"), .timeLimit(.minutes(5)))
 struct BLEEndToEndTests {
     func manager(
         _ controllers: VirtualControllers, _ index: Int, directory: URL, wifiLAN: Bool = false,

@@ -9,7 +9,7 @@ import Testing
 
 /// ``BLEHost`` against ``ScriptedHCITransport``: start-up, command timeouts on a ``ManualClock``, connections and
 /// L2CAP channels, and hostile input, all without Bumble.
-@Suite struct BLEHostScriptedTests {
+@Suite(.timeLimit(.minutes(5))) struct BLEHostScriptedTests {
     static let peer = BLEAddress(string: "C0:11:22:33:44:55")!
     let handle: UInt16 = 0x0040
 

@@ -91,7 +91,7 @@ final class FakeRadio: BLERadio {
     func shutdown() async {}
 }
 
-@Suite("BLE radio abstraction")
+@Suite("BLE radio abstraction", .timeLimit(.minutes(5)))
 struct BLERadioTests {
     @Test("BLEMedium advertises, discovers and connects through any BLERadio")
     func mediumOnAFakeRadio() async throws {

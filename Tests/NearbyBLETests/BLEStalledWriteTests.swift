@@ -10,7 +10,7 @@ import NearbyBLE
 /// by the session's write deadline, which closes the channel (failing the credit wait) and ends the session.
 @Suite(
     "BLE stalled writes", .serialized,
-    .enabled(if: BLETestEnvironment.bumbleTestsEnabled, "needs <repo>/.venv with bumble (scripts/install-deps.sh)"))
+    .enabled(if: BLETestEnvironment.bumbleTestsEnabled, "needs <repo>/.venv with bumble (scripts/install-deps.sh)"), .timeLimit(.minutes(5)))
 struct BLEStalledWriteTests {
     static let peerAddress = "C0:00:00:00:00:0B"
 

@@ -40,7 +40,7 @@ struct CuttableTransport {
 /// finds the publication again without a new process or a new subscription.
 @Suite(
     "BLE transport recovery", .serialized,
-    .enabled(if: BLETestEnvironment.bumbleTestsEnabled, "needs <repo>/.venv with bumble (scripts/install-deps.sh)"))
+    .enabled(if: BLETestEnvironment.bumbleTestsEnabled, "needs <repo>/.venv with bumble (scripts/install-deps.sh)"), .timeLimit(.minutes(5)))
 struct BLETransportRecoveryTests {
     @Test func aSubscriptionFindsThePublicationAgainAfterTheTransportIsRestored() async throws {
         let controllers = try await VirtualControllers.start(2)

@@ -11,7 +11,7 @@ import Testing
 /// stop advertising.
 @Suite(
     "Beacons from Bumble advertisers", .serialized,
-    .enabled(if: BLETestEnvironment.bumbleTestsEnabled, "needs <repo>/.venv with bumble (scripts/install-deps.sh)"))
+    .enabled(if: BLETestEnvironment.bumbleTestsEnabled, "needs <repo>/.venv with bumble (scripts/install-deps.sh)"), .timeLimit(.minutes(5)))
 struct BeaconScanTests {
     /// (advertiser address, advertising data): the same frames as the CLI's replay test.
     static let advertisers: [(String, String)] = [

@@ -10,7 +10,7 @@ import NearbyBLE
 /// controllers process and peers, and ends them by PID.
 @Suite(
     "BLE against Bumble", .serialized,
-    .enabled(if: BLETestEnvironment.bumbleTestsEnabled, "needs <repo>/.venv with bumble (scripts/install-deps.sh)"))
+    .enabled(if: BLETestEnvironment.bumbleTestsEnabled, "needs <repo>/.venv with bumble (scripts/install-deps.sh)"), .timeLimit(.minutes(5)))
 struct BumbleInteropTests {
     static let peerAddress = "C0:00:00:00:00:0A"
 

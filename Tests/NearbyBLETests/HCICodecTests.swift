@@ -3,7 +3,7 @@ import Testing
 
 import NearbyBLE
 
-@Suite("HCI and H4 encoding")
+@Suite("HCI and H4 encoding", .timeLimit(.minutes(5)))
 struct HCICodecTests {
     func hex(_ text: String) -> [UInt8] {
         let digits = text.filter { !$0.isWhitespace }

@@ -5,7 +5,7 @@ import Testing
 import NearbyBLE
 
 /// ``HCICommandFlow`` driven by real Command Complete / Command Status bytes.
-@Suite struct HCICommandFlowTests {
+@Suite(.timeLimit(.minutes(5))) struct HCICommandFlowTests {
     /// Decodes an H4 event packet (indicator included) the way the host does.
     private func event(_ h4: [UInt8]) throws -> HCIEvent {
         #expect(h4.first == 0x04)

@@ -32,7 +32,7 @@ final class ScriptedControllers: Sendable {
 /// The user-space host's recovery, deterministic: a scripted controller's transport fails, reopening is refused
 /// once and then works (retries on a `ManualClock`); the BLE medium advertises the same data and scans again, and
 /// the Connections manager's `bluetoothStatusHandler` hears the problem and its clearing once each.
-@Suite struct HostTransportRecoveryTests {
+@Suite(.timeLimit(.minutes(5))) struct HostTransportRecoveryTests {
     @Test func aLostTransportIsReopenedAndAdvertisingAndScanningResume() async throws {
         let clock = ManualClock()
         let controllers = ScriptedControllers()

@@ -10,7 +10,7 @@ import Testing
 
 /// ``KernelSDUDrain`` on a Unix `SOCK_SEQPACKET` socket pair, which keeps message boundaries as an L2CAP socket does
 /// (this machine's kernel has no Bluetooth; the BlueZ rig runs the drain on real L2CAP sockets).
-@Suite struct KernelSDUDrainTests {
+@Suite(.timeLimit(.minutes(5))) struct KernelSDUDrainTests {
     private static let peer = BLEAddress(hciBytes: [1, 2, 3, 4, 5, 6], kind: .public)!
 
     /// A connected pair: the reading end non-blocking (as the drain wants it), the writing end blocking; both with

@@ -4,7 +4,7 @@ import Testing
 
 import NearbyBLE
 
-@Suite("ACL and L2CAP encoding")
+@Suite("ACL and L2CAP encoding", .timeLimit(.minutes(5)))
 struct L2CAPCodecTests {
     @Test func aclFragmentationAndReassembly() throws {
         let pdu = L2CAPFrame.encode(cid: 0x40, payload: patternBytes(300, seed: 1))

@@ -4,7 +4,7 @@ import Testing
 import NearbyBLE
 
 /// ``L2CAPSignalling`` and ``CreditChannel`` driven by real LE signalling and K-frame bytes.
-@Suite struct L2CAPSignallingTests {
+@Suite(.timeLimit(.minutes(5))) struct L2CAPSignallingTests {
     private let ours = CreditChannelParameters(mtu: 100, mps: 30, credits: 4)
     private let handle: UInt16 = 0x0040
 

@@ -8,7 +8,7 @@ import Testing
 
 /// The lost-endpoint timers: the pure machine, and a discovery run driving it on a manual clock (no polling, no
 /// fake tick reports; each test runs in milliseconds).
-@Suite("Lost-endpoint tracking")
+@Suite("Lost-endpoint tracking", .timeLimit(.minutes(5)))
 struct LostEndpointTrackerTests {
     @Test func aNewKeyStartsOneTimerAndLaterSightingsStartNone() {
         var tracker = LostEndpointTracker<String>(timeout: .seconds(12))

@@ -10,7 +10,7 @@ import Testing
 /// another, and lost when it stops.
 @Suite(
     "Messages over BLE", .serialized,
-    .enabled(if: BLETestEnvironment.bumbleTestsEnabled, "needs <repo>/.venv with bumble (scripts/install-deps.sh)"))
+    .enabled(if: BLETestEnvironment.bumbleTestsEnabled, "needs <repo>/.venv with bumble (scripts/install-deps.sh)"), .timeLimit(.minutes(5)))
 struct MessagesOverBLETests {
     private func manager(_ hci: String, _ scratch: URL) throws -> MessageManager {
         MessageManager(

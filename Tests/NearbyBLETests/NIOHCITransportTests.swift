@@ -8,7 +8,7 @@ import Glibc
 #endif
 
 /// The SwiftNIO HCI transport on one end of a socket pair, the test playing the controller on the other end.
-@Suite("NIO HCI transport")
+@Suite("NIO HCI transport", .timeLimit(.minutes(5)))
 struct NIOHCITransportTests {
     private static let event: [UInt8] = [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00]
     private static let acl: [UInt8] = [0x02, 0x01, 0x00, 0x03, 0x00, 0xA, 0xB, 0xC]

@@ -6,7 +6,7 @@ import Testing
 
 /// The pure parts of radio-state recovery: the user-space host's retry machine, the reading of problems from
 /// errors, and the tracker that turns radio states into Bluetooth statuses once per transition.
-@Suite struct RadioRecoveryUnitTests {
+@Suite(.timeLimit(.minutes(5))) struct RadioRecoveryUnitTests {
     private let lost = NearbyError(.mediumUnavailable, "the HCI transport was closed")
 
     @Test func backoffDoublesUpToItsMaximum() {

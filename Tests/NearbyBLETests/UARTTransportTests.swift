@@ -9,7 +9,7 @@ import Glibc
 #endif
 
 /// The UART transport on a pseudo-terminal: raw mode, bytes both ways unchanged (no echo, no CR/LF mapping).
-@Suite("UART transport")
+@Suite("UART transport", .timeLimit(.minutes(5)))
 struct UARTTransportTests {
     @Test func bytesPassThroughARawPseudoTerminal() async throws {
         let master = open("/dev/ptmx", O_RDWR | O_NOCTTY)

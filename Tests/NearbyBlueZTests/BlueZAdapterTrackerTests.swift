@@ -3,7 +3,7 @@ import Testing
 @testable import NearbyBlueZ
 
 /// The adapter state machine: selection by name or default, power, removal, and bluetoothd leaving/returning.
-@Suite struct BlueZAdapterTrackerTests {
+@Suite(.timeLimit(.minutes(5))) struct BlueZAdapterTrackerTests {
     private func adapter(_ powered: Bool, _ address: String = "00:00:00:00:00:01") -> [String: [String: DBusValue]] {
         [BlueZ.adapterInterface: ["Address": .string(address), "Powered": .boolean(powered)]]
     }

@@ -6,7 +6,7 @@ import Testing
 
 /// The `nearby` CLI without `--hci`: its system bus (`DBUS_SYSTEM_BUS_ADDRESS`) is a private bus, with or
 /// without a fake `bluetoothd`. Each run takes a few seconds (process start, a 2 s discovery).
-@Suite struct BlueZDefaultCLITests {
+@Suite(.timeLimit(.minutes(5))) struct BlueZDefaultCLITests {
     static func nearbyExecutable() throws -> String {
         var candidates: [String] = []
         if let cli = ProcessInfo.processInfo.environment["NEARBY_CLI"] { candidates.append(cli) }

@@ -10,7 +10,7 @@ import Testing
 
 /// The default radio (no `--hci`): BlueZ is probed on a private bus with and without a fake `bluetoothd`, and
 /// `bluez:hciN` binds the kernel's sockets to that adapter's address (issue 12, items 1 and 2).
-@Suite struct BlueZDefaultRadioTests {
+@Suite(.timeLimit(.minutes(5))) struct BlueZDefaultRadioTests {
     @Test func bluezPresentMakesTheDefaultWiFiLANPlusBLEThroughBlueZ() async throws {
         try await withPrivateBus { bus in
             let daemon = try await FakeAdapters(bus: bus, adapters: FakeAdapters.two)

@@ -7,7 +7,7 @@ import Testing
 
 /// `BlueZGAP`, the glue between NearbyBLE's `BlueZRadio` and NearbyBlueZ: AD structures rebuilt from BlueZ's
 /// reports, the adapter's state as radio states, and the whole provider against `FakeBlueZ` on a private bus.
-@Suite struct BlueZGAPTests {
+@Suite(.timeLimit(.minutes(5))) struct BlueZGAPTests {
     @Test func scanReportsBecomeAdvertisingDataNearbyDiscoveryReads() throws {
         let report = BlueZScanReport(
             address: "C0:00:00:00:00:AD", addressType: "random",

@@ -6,7 +6,7 @@ import Testing
 
 /// BlueZAdapter, BlueZAdvertiser and BlueZScanner against `FakeBlueZ` on a private bus: the D-Bus conversation
 /// bluetoothd has, including bluetoothd going away and coming back.
-@Suite struct BlueZOnFakeDaemonTests {
+@Suite(.timeLimit(.minutes(5))) struct BlueZOnFakeDaemonTests {
     @Test func advertisementIsRegisteredAndRegisteredAgainAfterTheDaemonRestarts() async throws {
         try await withPrivateBus { bus in
             let first = try await FakeBlueZ(bus: bus)

@@ -11,7 +11,7 @@ import Testing
 /// a Connections manager's `bluetoothStatusHandler`. Powered off is a power problem and powered on clears it;
 /// `bluetoothd` gone is "unavailable" and its return clears it, with discovery and the advertisement registered
 /// again; a registration refused with `org.bluez.Error.Blocked` (rfkill) reads as a power problem.
-@Suite struct BlueZRadioRecoveryTests {
+@Suite(.timeLimit(.minutes(5))) struct BlueZRadioRecoveryTests {
     @Test func powerAndDaemonOutagesAreReportedAndCleared() async throws {
         try await withPrivateBus { bus in
             let first = try await FakeBlueZ(bus: bus)

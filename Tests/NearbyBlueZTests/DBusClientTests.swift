@@ -6,7 +6,7 @@ import Testing
 @testable import NearbyBlueZ
 
 /// A service object exported by one connection on a private bus, called and signalled by another.
-@Suite struct DBusClientTests {
+@Suite(.timeLimit(.minutes(5))) struct DBusClientTests {
     static let path = "/com/example/Service"
     static let interface = "com.example.Service"
 

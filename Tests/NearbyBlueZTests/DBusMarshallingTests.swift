@@ -5,7 +5,7 @@ import Testing
 @testable import NearbyBlueZ
 
 /// Values survive a trip through a real libdbus message, and invalid ones are refused before libdbus sees them.
-@Suite struct DBusMarshallingTests {
+@Suite(.timeLimit(.minutes(5))) struct DBusMarshallingTests {
     private func roundTrip(_ values: [DBusValue]) throws -> [DBusValue] {
         let message = try #require(dbus_message_new_method_call("com.example.Test", "/com/example", "com.example.Test", "M"))
         defer { dbus_message_unref(message) }

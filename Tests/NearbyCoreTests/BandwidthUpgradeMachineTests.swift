@@ -2,7 +2,7 @@ import NearbyCore
 import NearbyWire
 import Testing
 
-@Suite("Bandwidth upgrade machine")
+@Suite("Bandwidth upgrade machine", .timeLimit(.minutes(5)))
 struct BandwidthUpgradeMachineTests {
     static let path = OfflineFrames.wifiLanUpgradePath(addresses: [[10, 1, 2, 3]], port: 5555)
 

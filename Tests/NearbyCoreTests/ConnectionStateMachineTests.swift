@@ -61,7 +61,7 @@ struct MachinePair {
 }
 
 struct ConnectionStateMachineTests {
-    @Test("Request, UKEY2 and both acceptances connect both sides with matching codes")
+    @Test("Request, UKEY2 and both acceptances connect both sides with matching codes", .timeLimit(.minutes(5)))
     func happyPath() throws {
         var pair = MachinePair()
         try pair.run(clientActions: pair.client.start())
@@ -80,7 +80,7 @@ struct ConnectionStateMachineTests {
         #expect(pair.clientSecure != nil && pair.serverSecure != nil)
     }
 
-    @Test("A rejection by either side rejects both", arguments: [true, false])
+    @Test("A rejection by either side rejects both", .timeLimit(.minutes(5)), arguments: [true, false])
     func rejection(serverRejects: Bool) throws {
         var pair = MachinePair()
         try pair.run(clientActions: pair.client.start())
@@ -92,7 +92,7 @@ struct ConnectionStateMachineTests {
         #expect(pair.client.isClosed && pair.server.isClosed)
     }
 
-    @Test("A peer that leaves after a refusal ends the connection as rejected, not failed", arguments: [true, false])
+    @Test("A peer that leaves after a refusal ends the connection as rejected, not failed", .timeLimit(.minutes(5)), arguments: [true, false])
     func leaveAfterRefusal(localRefused: Bool) throws {
         var pair = MachinePair()
         try pair.run(clientActions: pair.client.start())
@@ -111,7 +111,7 @@ struct ConnectionStateMachineTests {
         #expect(pair.server.isClosed)
     }
 
-    @Test("A peer that leaves before any decision ends as a disconnection")
+    @Test("A peer that leaves before any decision ends as a disconnection", .timeLimit(.minutes(5)))
     func leaveBeforeDecisions() throws {
         var pair = MachinePair()
         try pair.run(clientActions: pair.client.start())
@@ -122,7 +122,7 @@ struct ConnectionStateMachineTests {
         }
     }
 
-    @Test("Keep-alives are answered with the same sequence number, before and after encryption")
+    @Test("Keep-alives are answered with the same sequence number, before and after encryption", .timeLimit(.minutes(5)))
     func keepAlive() throws {
         var pair = MachinePair()
         try pair.run(clientActions: pair.client.start())
@@ -137,7 +137,7 @@ struct ConnectionStateMachineTests {
         #expect(after.v1.keepAlive.seqNum == 41)
     }
 
-    @Test("An upgrade offer before both accepted is answered with UPGRADE_FAILURE; after, it goes to the upgrade machine")
+    @Test("An upgrade offer before both accepted is answered with UPGRADE_FAILURE; after, it goes to the upgrade machine", .timeLimit(.minutes(5)))
     func upgradeOffers() throws {
         var pair = MachinePair()
         try pair.run(clientActions: pair.client.start())
@@ -155,7 +155,7 @@ struct ConnectionStateMachineTests {
         #expect(negotiation == offer.v1.bandwidthUpgradeNegotiation)
     }
 
-    @Test("Payload frames before both acceptances are dropped; after, they are delivered")
+    @Test("Payload frames before both acceptances are dropped; after, they are delivered", .timeLimit(.minutes(5)))
     func filtersUnconfirmed() throws {
         var pair = MachinePair()
         try pair.run(clientActions: pair.client.start())
@@ -167,7 +167,7 @@ struct ConnectionStateMachineTests {
         guard case .deliver = try #require(pair.server.receive(data).first) else { Issue.record("not delivered"); return }
     }
 
-    @Test("A first frame that is not a connection request fails the connection")
+    @Test("A first frame that is not a connection request fails the connection", .timeLimit(.minutes(5)))
     func badFirstFrame() {
         var server = ConnectionStateMachine.incoming(local: .init(endpointID: "SRVR", endpointInfo: [1]), medium: .wifiLAN)
         let actions = server.receive(OfflineFrames.serialize(OfflineFrames.keepAlive(ack: false, sequenceNumber: 0)))
@@ -178,7 +178,7 @@ struct ConnectionStateMachineTests {
         guard case .fail = garbage.receive([0xFF, 0x01, 0x02]).first else { Issue.record("did not fail"); return }
     }
 
-    @Test("A ClientFinished that does not match the commitment fails the server")
+    @Test("A ClientFinished that does not match the commitment fails the server", .timeLimit(.minutes(5)))
     func wrongCommitment() throws {
         var server = ConnectionStateMachine.incoming(local: .init(endpointID: "SRVR", endpointInfo: [1]), medium: .wifiLAN)
         _ = server.receive(OfflineFrames.serialize(OfflineFrames.connectionRequest(
@@ -200,7 +200,7 @@ struct ConnectionStateMachineTests {
         #expect(server.isClosed)
     }
 
-    @Test("The peer's endpoint info comes from field 6, else from field 2")
+    @Test("The peer's endpoint info comes from field 6, else from field 2", .timeLimit(.minutes(5)))
     func endpointInfoFallback() throws {
         var request = OfflineFrames.connectionRequest(.init(endpointID: "CLNT", endpointInfo: [9, 9], nonce: 1, mediums: []))
         request.v1.connectionRequest.clearEndpointInfo()

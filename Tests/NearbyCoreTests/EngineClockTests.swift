@@ -8,7 +8,7 @@ import Testing
 /// The engine's deadlines on a ``ManualClock``: the test waits for the session's timers to sleep, moves the clock,
 /// and checks the outcome; nothing waits for real time.
 struct EngineClockTests {
-    @Test("A socket that sends no connection request is closed after Timeouts.connectionRequest")
+    @Test("A socket that sends no connection request is closed after Timeouts.connectionRequest", .timeLimit(.minutes(5)))
     func silentSocketIsClosed() async throws {
         let clock = ManualClock()
         let pair = EnginePair(clock: clock)
@@ -22,7 +22,7 @@ struct EngineClockTests {
         #expect(read == nil)
     }
 
-    @Test("An advertiser that never answers our request fails the connection after Timeouts.handshake")
+    @Test("An advertiser that never answers our request fails the connection after Timeouts.handshake", .timeLimit(.minutes(5)))
     func handshakeTimeout() async throws {
         let clock = ManualClock()
         let pair = EnginePair(clock: clock)

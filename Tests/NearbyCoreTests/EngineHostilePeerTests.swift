@@ -6,7 +6,7 @@ import Testing
 
 /// An engine connected to a peer the test scripts frame by frame: upgrade offers the engine must refuse without
 /// connecting, and plaintext keep-alives outside the tolerance window around the switch to encryption.
-@Suite("Engine against a scripted peer")
+@Suite("Engine against a scripted peer", .timeLimit(.minutes(5)))
 struct EngineHostilePeerTests {
     /// Connects `engine` and a scripted peer; the engine decides second, so it turns encryption on before the
     /// peer has read its response (the window in which the reference tolerates plaintext keep-alives).

@@ -7,7 +7,7 @@ import Testing
 
 /// The engine end to end over the in-memory medium (the real mediums have their own tests).
 struct EngineInMemoryTests {
-    @Test("Discovery, request and acceptance connect both sides with equal codes")
+    @Test("Discovery, request and acceptance connect both sides with equal codes", .timeLimit(.minutes(5)))
     func connects() async throws {
         let pair = EnginePair()
         let (advertiserInfo, discovererInfo) = try await pair.connect()
@@ -18,7 +18,7 @@ struct EngineInMemoryTests {
         #expect(await pair.discoverer.connectedEndpoints() == ["ADVR"])
     }
 
-    @Test("Bytes, a file and a stream arrive intact with monotonic updates ending in success")
+    @Test("Bytes, a file and a stream arrive intact with monotonic updates ending in success", .timeLimit(.minutes(5)))
     func payloads() async throws {
         let pair = EnginePair()
         _ = try await pair.connect()
@@ -58,7 +58,7 @@ struct EngineInMemoryTests {
         }
     }
 
-    @Test("Bytes payloads over the limit are refused with a clear error")
+    @Test("Bytes payloads over the limit are refused with a clear error", .timeLimit(.minutes(5)))
     func bytesLimit() async throws {
         let pair = EnginePair()
         _ = try await pair.connect()
@@ -68,7 +68,7 @@ struct EngineInMemoryTests {
         #expect(error?.code == .invalidArgument)
     }
 
-    @Test("A rejection reaches both sides")
+    @Test("A rejection reaches both sides", .timeLimit(.minutes(5)))
     func rejection() async throws {
         let pair = EnginePair()
         try await pair.advertiser.startAdvertising(endpointInfo: [1])
@@ -82,7 +82,7 @@ struct EngineInMemoryTests {
         _ = try await pair.advertiserLog.wait { if case .endpoint(.rejected(_, false)) = $0 { true } else { false } }
     }
 
-    @Test("Cancelling a file mid-transfer from either side is seen as canceled by both", arguments: [true, false])
+    @Test("Cancelling a file mid-transfer from either side is seen as canceled by both", .timeLimit(.minutes(5)), arguments: [true, false])
     func cancel(bySender: Bool) async throws {
         let pair = EnginePair()
         _ = try await pair.connect()
@@ -106,7 +106,7 @@ struct EngineInMemoryTests {
         #expect(!leftovers.contains { $0.hasSuffix(".partial") })
     }
 
-    @Test("A peer that goes silent is disconnected after the keep-alive timeout")
+    @Test("A peer that goes silent is disconnected after the keep-alive timeout", .timeLimit(.minutes(5)))
     func keepAliveTimeout() async throws {
         let clock = ManualClock()
         let pair = EnginePair(keepAlive: KeepAliveSettings(interval: .milliseconds(500), timeout: .seconds(4)), clock: clock)
@@ -122,7 +122,7 @@ struct EngineInMemoryTests {
         #expect(error?.code == .timeout)
     }
 
-    @Test("A clean disconnect is reported on both sides without an error")
+    @Test("A clean disconnect is reported on both sides without an error", .timeLimit(.minutes(5)))
     func disconnect() async throws {
         let pair = EnginePair()
         _ = try await pair.connect()
@@ -133,7 +133,7 @@ struct EngineInMemoryTests {
         #expect(error == nil)
     }
 
-    @Test("Point-to-point refuses a second outgoing connection")
+    @Test("Point-to-point refuses a second outgoing connection", .timeLimit(.minutes(5)))
     func pointToPoint() async throws {
         let pair = EnginePair()
         _ = try await pair.connect()
@@ -143,7 +143,7 @@ struct EngineInMemoryTests {
         }
     }
 
-    @Test("Losing an advertisement is reported")
+    @Test("Losing an advertisement is reported", .timeLimit(.minutes(5)))
     func lost() async throws {
         let pair = EnginePair()
         try await pair.advertiser.startAdvertising(endpointInfo: [1])
@@ -153,7 +153,7 @@ struct EngineInMemoryTests {
         _ = try await pair.discovererLog.wait { if case .endpointLost(endpointID: "ADVR") = $0 { true } else { false } }
     }
 
-    @Test("Endpoint info over 131 bytes is refused")
+    @Test("Endpoint info over 131 bytes is refused", .timeLimit(.minutes(5)))
     func endpointInfoLimit() async throws {
         let pair = EnginePair()
         await #expect(throws: NearbyError.self) {

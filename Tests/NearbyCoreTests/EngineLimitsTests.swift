@@ -14,7 +14,7 @@ struct EngineLimitsTests {
     /// A channel whose writes never complete stands for a TCP peer that stopped reading and for a BLE peer that
     /// grants no more L2CAP credits: both leave our write suspended (BLE: `BLEHost.sendSDU` waiting for credits,
     /// failed by closing the channel, as the in-memory channel does).
-    @Test("A write that never completes drops the endpoint with a timeout that names the stalled write")
+    @Test("A write that never completes drops the endpoint with a timeout that names the stalled write", .timeLimit(.minutes(5)))
     func stalledWriteDropsEndpoint() async throws {
         var limits = ResourceLimits()
         limits.writeTimeout = .seconds(1)
@@ -44,7 +44,7 @@ struct EngineLimitsTests {
         case disconnect, reject, accept, shutdown
     }
 
-    @Test("disconnect, accept, reject and shutdown return within 5 s while a write is stuck", arguments: Exit.allCases)
+    @Test("disconnect, accept, reject and shutdown return within 5 s while a write is stuck", .timeLimit(.minutes(5)), arguments: Exit.allCases)
     func exitsDoNotWaitForStuckWrites(_ exit: Exit) async throws {
         var limits = ResourceLimits()
         limits.writeTimeout = .seconds(600)
@@ -79,7 +79,7 @@ struct EngineLimitsTests {
 
     // MARK: - Endpoint caps
 
-    @Test("Incoming connections over maxPendingEndpoints and maxEndpoints are refused; the others are untouched")
+    @Test("Incoming connections over maxPendingEndpoints and maxEndpoints are refused; the others are untouched", .timeLimit(.minutes(5)))
     func endpointCaps() async throws {
         var limits = ResourceLimits()
         limits.maxPendingEndpoints = 1
@@ -123,7 +123,7 @@ struct EngineLimitsTests {
 
     // MARK: - Decision deadline
 
-    @Test("A connection nobody decides on is rejected after pendingDecisionTimeout; the peer sees a rejection")
+    @Test("A connection nobody decides on is rejected after pendingDecisionTimeout; the peer sees a rejection", .timeLimit(.minutes(5)))
     func pendingDecisionExpires() async throws {
         var limits = ResourceLimits()
         limits.pendingDecisionTimeout = .seconds(1)
@@ -158,7 +158,7 @@ struct EngineLimitsTests {
 
     // MARK: - Keep-alive clamp
 
-    @Test("A peer asking for a huge keep-alive timeout gets the clamped one: going silent drops it soon")
+    @Test("A peer asking for a huge keep-alive timeout gets the clamped one: going silent drops it soon", .timeLimit(.minutes(5)))
     func peerKeepAliveTimeoutIsClamped() async throws {
         var limits = ResourceLimits()
         limits.peerKeepAliveTimeoutRange = .seconds(1) ... .seconds(2)
@@ -181,7 +181,7 @@ struct EngineLimitsTests {
         #expect(error?.code == .timeout)
     }
 
-    @Test("Clamping keeps the interval below the timeout and not below 100 ms")
+    @Test("Clamping keeps the interval below the timeout and not below 100 ms", .timeLimit(.minutes(5)))
     func clampKeepsIntervalBelowTimeout() {
         let asked = KeepAliveSettings(interval: .seconds(3000), timeout: .seconds(6000))
         let clamped = asked.clamped(timeoutTo: .seconds(1) ... .seconds(2))
@@ -198,7 +198,7 @@ struct EngineLimitsTests {
 
     // MARK: - Event buffer
 
-    @Test("Engine events are buffered up to maxBufferedEvents; the oldest are dropped when nobody reads")
+    @Test("Engine events are buffered up to maxBufferedEvents; the oldest are dropped when nobody reads", .timeLimit(.minutes(5)))
     func eventBufferIsBounded() async throws {
         var limits = ResourceLimits()
         limits.maxBufferedEvents = 5

@@ -6,7 +6,7 @@ import Testing
 
 /// A file that fails on the receiving side (found by the fault soak with a full disk).
 struct EngineLocalFailureTests {
-    @Test("A file whose folder cannot be created ends with one failure update and no progress after it")
+    @Test("A file whose folder cannot be created ends with one failure update and no progress after it", .timeLimit(.minutes(5)))
     func noProgressAfterLocalFailure() async throws {
         let pair = EnginePair()
         _ = try await pair.connect()

@@ -37,7 +37,7 @@ struct EnginePayloadLimitsTests {
     }
 
     @Test("A payload past a receive limit fails on both sides, leaves no file, and the endpoint survives",
-          arguments: Case.allCases)
+          .timeLimit(.minutes(5)), arguments: Case.allCases)
     func overLimit(_ limit: Case) async throws {
         let pair = EnginePair(limits: limit.limits)
         _ = try await pair.connect()
@@ -76,7 +76,7 @@ struct EnginePayloadLimitsTests {
         #expect(await pair.advertiser.connectedEndpoints() == ["DISC"])
     }
 
-    @Test("An engine removes stale partial files of a crashed run when it starts")
+    @Test("An engine removes stale partial files of a crashed run when it starts", .timeLimit(.minutes(5)))
     func stalePartialsRemovedAtStart() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-stale-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }

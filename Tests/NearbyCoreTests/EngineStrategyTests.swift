@@ -84,7 +84,7 @@ struct EngineStrategyTests {
         }
     }
 
-    @Test("Star: the hub takes many spokes and makes no outgoing request; a spoke holds one connection")
+    @Test("Star: the hub takes many spokes and makes no outgoing request; a spoke holds one connection", .timeLimit(.minutes(5)))
     func star() async throws {
         let air = InMemoryMedium.Air()
         let hub = Node("HUBB", .star, air: air)
@@ -125,7 +125,7 @@ struct EngineStrategyTests {
         _ = try await hub.log.wait { if case .endpoint(.bytesReceived("SPK3", 33, [3])) = $0 { true } else { false } }
     }
 
-    @Test("Point-to-point: a second connection either way is refused; the first carries on")
+    @Test("Point-to-point: a second connection either way is refused; the first carries on", .timeLimit(.minutes(5)))
     func pointToPoint() async throws {
         let air = InMemoryMedium.Air()
         let advertiser = Node("ADVR", .pointToPoint, air: air)
@@ -153,7 +153,7 @@ struct EngineStrategyTests {
         #expect(await discoverer.engine.connectedEndpoints() == ["THRD"])
     }
 
-    @Test("Cluster: every endpoint connects to every other, both ways")
+    @Test("Cluster: every endpoint connects to every other, both ways", .timeLimit(.minutes(5)))
     func cluster() async throws {
         let air = InMemoryMedium.Air()
         let nodes = ["CLA1", "CLA2", "CLA3", "CLA4"].map { Node($0, .cluster, air: air) }
@@ -171,7 +171,7 @@ struct EngineStrategyTests {
         _ = try await nodes[0].log.wait { if case .endpoint(.bytesReceived("CLA4", 4, [4])) = $0 { true } else { false } }
     }
 
-    @Test("An advertiser of another strategy is not found and cannot be requested", arguments: Strategy.allCases)
+    @Test("An advertiser of another strategy is not found and cannot be requested", .timeLimit(.minutes(5)), arguments: Strategy.allCases)
     func otherStrategyIsInvisible(discovering: Strategy) async throws {
         let air = InMemoryMedium.Air()
         let others = Strategy.allCases.filter { $0 != discovering }

@@ -16,7 +16,7 @@ struct EngineTieBreakTests {
     }
 
     @Test("Simultaneous requests end in exactly one connection, 50 times in a row, and leave no session behind",
-          arguments: Strategy.allCases)
+          .timeLimit(.minutes(5)), arguments: Strategy.allCases)
     func simultaneousRequests(strategy: Strategy) async throws {
         let air = InMemoryMedium.Air()
         // No linger after each round's disconnect: the rounds follow each other at once.

@@ -9,7 +9,7 @@ import Testing
 /// LAST_WRITE_TO_PRIOR_CHANNEL before the new channel's CLIENT_INTRODUCTION_ACK, as a fast initiator does when the
 /// new channel is slow to deliver the ack (the BlueZ rig's test l, through QEMU's NAT): our LAST_WRITE and our
 /// SAFE_TO_CLOSE must both go out on the prior channel, before the plaintext goodbye there.
-@Suite("Bandwidth upgrade frame order against a scripted initiator")
+@Suite("Bandwidth upgrade frame order against a scripted initiator", .timeLimit(.minutes(5)))
 struct EngineUpgradeOrderTests {
     @Test("The peer's LAST_WRITE before the ack: our LAST_WRITE and SAFE_TO_CLOSE on the prior channel, then the plaintext goodbye")
     func peerLastWriteBeforeAck() async throws {

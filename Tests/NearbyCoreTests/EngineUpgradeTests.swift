@@ -7,7 +7,7 @@ import Testing
 
 /// Bandwidth upgrade through the engine: two engines connect over an in-memory "BLE" medium and move to an
 /// in-memory "Wi-Fi LAN" one (the real BLE → Wi-Fi LAN test is in NearbyBLETests).
-@Suite("Engine bandwidth upgrade")
+@Suite("Engine bandwidth upgrade", .timeLimit(.minutes(5)))
 struct EngineUpgradeTests {
     @Test("Streams flowing both ways during the upgrade arrive whole and in order on the new medium")
     func upgradeUnderStreams() async throws {

@@ -6,7 +6,7 @@ import NearbyCore
 /// `withHandoffContinuation`: results built on a dispatch queue reach the awaiting task, errors are thrown, and
 /// only the first resume counts. Under TSan (scripts/sanitize.sh thread) the array built on the queue and read here
 /// must raise no report, whether the resume lands before or after the task suspends.
-@Suite("Handoff continuation")
+@Suite("Handoff continuation", .timeLimit(.minutes(5)))
 struct HandoffContinuationTests {
     @Test("an array built on a queue arrives whole, resumed both before and after the suspension", arguments: [false, true])
     func arrayFromQueue(resumeLater: Bool) async throws {

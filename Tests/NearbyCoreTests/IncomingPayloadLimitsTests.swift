@@ -42,7 +42,7 @@ struct IncomingPayloadLimitsTests {
         return limits
     }
 
-    @Test("A BYTES payload must announce 0...1,047,552 bytes", arguments: [
+    @Test("A BYTES payload must announce 0...1,047,552 bytes", .timeLimit(.minutes(5)), arguments: [
         Int64(-1), -2, Int64(PayloadLimits.maxBytesPayloadSize) + 1, 2_000_000, Int64.max,
     ])
     func bytesTotalSize(total: Int64) throws {
@@ -52,14 +52,14 @@ struct IncomingPayloadLimitsTests {
         #expect(error.message.contains("bytes payload"))
     }
 
-    @Test("A BYTES payload of unknown size (-1) is never buffered, however many chunks follow")
+    @Test("A BYTES payload of unknown size (-1) is never buffered, however many chunks follow", .timeLimit(.minutes(5)))
     func bytesUnknownSizeNotBuffered() throws {
         var tracker = IncomingPayloadTracker()
         #expect(violation(tracker.receive(data(3, .bytes, total: -1, offset: 0, body: [UInt8](repeating: 1, count: 1000)))) != nil)
         #expect(tracker.activePayloadIDs.isEmpty)
     }
 
-    @Test("BYTES payloads at the edges are accepted and chunks past the total are violations")
+    @Test("BYTES payloads at the edges are accepted and chunks past the total are violations", .timeLimit(.minutes(5)))
     func bytesEdges() throws {
         var tracker = IncomingPayloadTracker()
         let empty = tracker.receive(data(4, .bytes, total: 0, offset: 0, body: nil, last: true))
@@ -70,7 +70,7 @@ struct IncomingPayloadLimitsTests {
         #expect(violation(tracker.receive(data(6, .bytes, total: 2, offset: 2, body: [3]))) != nil)
     }
 
-    @Test("FILE and STREAM sizes below -1 are violations; -1 is allowed")
+    @Test("FILE and STREAM sizes below -1 are violations; -1 is allowed", .timeLimit(.minutes(5)))
     func fileAndStreamSizes() {
         var tracker = IncomingPayloadTracker()
         #expect(violation(tracker.receive(data(7, .file, total: -2, offset: 0, body: [1]))) != nil)
@@ -79,7 +79,7 @@ struct IncomingPayloadLimitsTests {
         #expect(violation(tracker.receive(data(10, .stream, total: -1, offset: 0, body: [1]))) == nil)
     }
 
-    @Test("One payload more than maxConcurrentIncomingPayloads is a violation")
+    @Test("One payload more than maxConcurrentIncomingPayloads is a violation", .timeLimit(.minutes(5)))
     func concurrentCap() throws {
         var tracker = IncomingPayloadTracker(limits: limits(concurrent: 3))
         for id in Int64(1)...3 {
@@ -93,7 +93,7 @@ struct IncomingPayloadLimitsTests {
         #expect(violation(other.receive(data(2, .bytes, total: 1, offset: 0, body: [1]))) == nil)
     }
 
-    @Test("A file whose announced size exceeds what is left of the budget fails at its header, not the endpoint")
+    @Test("A file whose announced size exceeds what is left of the budget fails at its header, not the endpoint", .timeLimit(.minutes(5)))
     func budgetAtHeader() {
         var tracker = IncomingPayloadTracker(limits: limits(budget: 100))
         let first = tracker.receive(data(1, .file, total: 60, offset: 0, body: [UInt8](repeating: 0, count: 10)))
@@ -111,7 +111,7 @@ struct IncomingPayloadLimitsTests {
         #expect(violation(fits) == nil && statuses(fits) == [.inProgress])
     }
 
-    @Test("Bytes of unknown size that cross the budget fail that payload on both sides and discard it")
+    @Test("Bytes of unknown size that cross the budget fail that payload on both sides and discard it", .timeLimit(.minutes(5)))
     func budgetWhileReceiving() {
         var tracker = IncomingPayloadTracker(limits: limits(budget: 10))
         #expect(statuses(tracker.receive(data(1, .file, total: -1, offset: 0, body: [UInt8](repeating: 0, count: 6)))) == [.inProgress])

@@ -23,7 +23,7 @@ struct IncomingPayloadTrackerTests {
         actions.compactMap { if case .update(let update) = $0 { update.status } else { nil } }
     }
 
-    @Test("A bytes payload arrives whole with its last chunk")
+    @Test("A bytes payload arrives whole with its last chunk", .timeLimit(.minutes(5)))
     func bytes() {
         var tracker = IncomingPayloadTracker()
         let first = tracker.receive(data(5, .bytes, total: 3, offset: 0, body: [1, 2, 3]))
@@ -34,7 +34,7 @@ struct IncomingPayloadTrackerTests {
         #expect(statuses(last) == [.success])
     }
 
-    @Test("A file arrives in order and is finished at its total size")
+    @Test("A file arrives in order and is finished at its total size", .timeLimit(.minutes(5)))
     func file() {
         var tracker = IncomingPayloadTracker()
         let start = tracker.receive(data(7, .file, total: 4, offset: 0, body: [1, 2], name: "a.bin"))
@@ -44,7 +44,7 @@ struct IncomingPayloadTrackerTests {
         guard case .fileFinished(7, 4) = end.first else { Issue.record("no finish"); return }
     }
 
-    @Test("A last chunk before the total size is a failure, not a success")
+    @Test("A last chunk before the total size is a failure, not a success", .timeLimit(.minutes(5)))
     func earlyLastChunk() {
         var tracker = IncomingPayloadTracker()
         _ = tracker.receive(data(7, .file, total: 10, offset: 0, body: [1, 2], name: "a.bin"))
@@ -53,7 +53,7 @@ struct IncomingPayloadTrackerTests {
         #expect(end.contains { if case .discard(7, .file) = $0 { true } else { false } })
     }
 
-    @Test("Chunks at impossible offsets are protocol violations")
+    @Test("Chunks at impossible offsets are protocol violations", .timeLimit(.minutes(5)))
     func impossibleOffsets() {
         var tracker = IncomingPayloadTracker()
         #expect(violation(tracker.receive(data(9, .file, total: 10, offset: 4, body: [1], name: "x"))) != nil)
@@ -63,7 +63,7 @@ struct IncomingPayloadTrackerTests {
         #expect(violation(overrun.receive(data(3, .bytes, total: 2, offset: 0, body: [1, 2, 3]))) != nil)
     }
 
-    @Test("Payload ID 0 is answered with PAYLOAD_ERROR and ignored")
+    @Test("Payload ID 0 is answered with PAYLOAD_ERROR and ignored", .timeLimit(.minutes(5)))
     func zeroID() {
         var tracker = IncomingPayloadTracker()
         let actions = tracker.receive(data(0, .bytes, total: 1, offset: 0, body: [1]))
@@ -72,7 +72,7 @@ struct IncomingPayloadTrackerTests {
         #expect(tracker.activePayloadIDs.isEmpty)
     }
 
-    @Test("A local cancel tells the peer with its next chunk and reports canceled")
+    @Test("A local cancel tells the peer with its next chunk and reports canceled", .timeLimit(.minutes(5)))
     func localCancel() {
         var tracker = IncomingPayloadTracker()
         _ = tracker.receive(data(4, .stream, total: -1, offset: 0, body: [1]))
@@ -84,7 +84,7 @@ struct IncomingPayloadTrackerTests {
         #expect(tracker.receive(data(4, .stream, total: -1, offset: 2, body: [3])).isEmpty)
     }
 
-    @Test("A peer's cancel ends an incoming payload; control for unknown IDs goes to the sender")
+    @Test("A peer's cancel ends an incoming payload; control for unknown IDs goes to the sender", .timeLimit(.minutes(5)))
     func peerControl() {
         var tracker = IncomingPayloadTracker()
         _ = tracker.receive(data(4, .file, total: 9, offset: 0, body: [1], name: "f"))
@@ -98,7 +98,7 @@ struct IncomingPayloadTrackerTests {
         }
     }
 
-    @Test("Disconnection fails every payload still arriving")
+    @Test("Disconnection fails every payload still arriving", .timeLimit(.minutes(5)))
     func failAll() {
         var tracker = IncomingPayloadTracker()
         _ = tracker.receive(data(1, .file, total: 9, offset: 0, body: [1], name: "f"))

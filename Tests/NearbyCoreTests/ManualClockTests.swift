@@ -2,7 +2,7 @@ import NearbyCore
 import NearbyTesting
 import Testing
 
-@Suite("ManualClock and NearbyClock")
+@Suite("ManualClock and NearbyClock", .timeLimit(.minutes(5)))
 struct ManualClockTests {
     @Test("a sleeper wakes only when the clock reaches its deadline")
     func sleeperWakesAtDeadline() async throws {

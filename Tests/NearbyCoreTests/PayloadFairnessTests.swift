@@ -52,7 +52,7 @@ struct PayloadFairnessTests {
         }
     }
 
-    @Test("A second stream to the same endpoint completes while the first one is still open")
+    @Test("A second stream to the same endpoint completes while the first one is still open", .timeLimit(.minutes(5)))
     func secondStreamOvertakesAnOpenOne() async throws {
         let harness = Harness()
         let valve = SendGate()
@@ -75,7 +75,7 @@ struct PayloadFairnessTests {
         await harness.end()
     }
 
-    @Test("A small file sent while a large one streams finishes first, and its chunks interleave with the large one's")
+    @Test("A small file sent while a large one streams finishes first, and its chunks interleave with the large one's", .timeLimit(.minutes(5)))
     func smallFileOvertakesALargeOne() async throws {
         let harness = Harness()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fairness-\(UUID().uuidString)")
@@ -113,7 +113,7 @@ struct PayloadFairnessTests {
         await harness.end()
     }
 
-    @Test("BYTES payloads to one endpoint still finish in the order they were sent")
+    @Test("BYTES payloads to one endpoint still finish in the order they were sent", .timeLimit(.minutes(5)))
     func bytesKeepTheirOrder() async throws {
         let harness = Harness()
         harness.gate.close()
@@ -124,7 +124,7 @@ struct PayloadFairnessTests {
         await harness.end()
     }
 
-    @Test("An endpoint whose writes are stuck does not hold back another endpoint")
+    @Test("An endpoint whose writes are stuck does not hold back another endpoint", .timeLimit(.minutes(5)))
     func stuckEndpointDoesNotStarveAnother() async throws {
         let stuck = Harness()
         let healthy = Harness()
@@ -138,7 +138,7 @@ struct PayloadFairnessTests {
         await healthy.end()
     }
 
-    @Test("Thirty files started at once all arrive intact at a peer that allows only nine open payloads")
+    @Test("Thirty files started at once all arrive intact at a peer that allows only nine open payloads", .timeLimit(.minutes(5)))
     func manyFilesStayUnderThePeersOpenPayloadLimit() async throws {
         var limits = ResourceLimits()
         limits.maxConcurrentIncomingPayloads = OutgoingPayloadSender.maxInterleavedPayloads + 1

@@ -7,7 +7,7 @@ import Testing
 /// The default ``ResourceLimits`` let a star hub take a room full of spokes that all ask at once (the old default
 /// of 16 pending endpoints refused 84 of 100).
 struct PendingEndpointsDefaultTests {
-    @Test("With the default limits a star hub takes 100 spokes requesting at the same time")
+    @Test("With the default limits a star hub takes 100 spokes requesting at the same time", .timeLimit(.minutes(5)))
     func hundredSimultaneousRequests() async throws {
         let count = 100
         let air = InMemoryMedium.Air()

@@ -2,7 +2,7 @@ import NearbyCore
 import Testing
 
 struct ReceivedFileNamesTests {
-    @Test("File names lose separators, colons and NUL", arguments: [
+    @Test("File names lose separators, colons and NUL", .timeLimit(.minutes(5)), arguments: [
         ("photo.jpg", "photo.jpg"), ("../../etc/passwd", ".._.._etc_passwd"), ("a\\b", "a_b"), ("c:x", "c_x"),
         ("nul\u{0}x", "nul_x"), ("", "file"), (".", "file"), ("..", "file"),
     ])
@@ -10,7 +10,7 @@ struct ReceivedFileNamesTests {
         #expect(ReceivedFileNames.sanitizeFileName(input) == expected)
     }
 
-    @Test("Parent folders keep only safe components")
+    @Test("Parent folders keep only safe components", .timeLimit(.minutes(5)))
     func parentFolders() {
         #expect(ReceivedFileNames.sanitizeParentFolder("trip/day 1") == ["trip", "day 1"])
         #expect(ReceivedFileNames.sanitizeParentFolder("../../x/./y//z") == ["x", "y", "z"])
@@ -25,7 +25,7 @@ struct ReceivedFileNamesTests {
             && !name.unicodeScalars.contains { $0 == "/" || $0 == "\\" || $0.value < 0x20 || $0.value == 0x7F }
     }
 
-    @Test("Separators and controls inside a grapheme are still replaced (the name cannot climb up)", arguments: [
+    @Test("Separators and controls inside a grapheme are still replaced (the name cannot climb up)", .timeLimit(.minutes(5)), arguments: [
         "../\u{301}x", "..\\\u{301}x", "a\u{0}\u{301}b", "/\u{301}", "x\n\u{301}y", "\u{1}\u{7F}\u{85}",
     ])
     func graphemesHidingSeparators(input: String) {
@@ -36,7 +36,7 @@ struct ReceivedFileNamesTests {
         }
     }
 
-    @Test("\"../\\u{301}x\" stays one component; \"..\\u{301}\" folders are not \"..\"")
+    @Test("\"../\\u{301}x\" stays one component; \"..\\u{301}\" folders are not \"..\"", .timeLimit(.minutes(5)))
     func combiningAfterDots() {
         #expect(ReceivedFileNames.sanitizeFileName("../\u{301}x") == ".._\u{301}x")
         let folder = ReceivedFileNames.sanitizeParentFolder("../\u{301}/../../x")
@@ -44,13 +44,13 @@ struct ReceivedFileNamesTests {
         #expect(!folder.contains { $0.unicodeScalars.allSatisfy { $0 == "." } })
     }
 
-    @Test("Slash and backslash look-alikes become _")
+    @Test("Slash and backslash look-alikes become _", .timeLimit(.minutes(5)))
     func lookAlikes() {
         #expect(ReceivedFileNames.sanitizeFileName("a\u{FF0F}b\u{FF3C}c\u{2215}d\u{2044}e") == "a_b_c_d_e")
         #expect(ReceivedFileNames.sanitizeParentFolder("..\u{FF0F}..\u{2215}etc") == [".._.._etc"])
     }
 
-    @Test("Over-long names are cut to 255 UTF-8 bytes at a scalar boundary")
+    @Test("Over-long names are cut to 255 UTF-8 bytes at a scalar boundary", .timeLimit(.minutes(5)))
     func longNames() {
         // 300 Characters of 2 bytes each: a Character-based cut at 255 leaves 510 bytes.
         let accented = ReceivedFileNames.sanitizeFileName(String(repeating: "\u{E9}", count: 300))
@@ -68,14 +68,14 @@ struct ReceivedFileNamesTests {
         }
     }
 
-    @Test("Dot-only names become a safe name; our temporary-file prefix is defused", arguments: [
+    @Test("Dot-only names become a safe name; our temporary-file prefix is defused", .timeLimit(.minutes(5)), arguments: [
         ("...", "file"), (". .", ". ."), (".hidden", ".hidden"), (".nearby-1-2.partial", "_nearby-1-2.partial"),
     ])
     func dots(input: String, expected: String) {
         #expect(ReceivedFileNames.sanitizeFileName(input) == expected)
     }
 
-    @Test("Parent folders are bounded in depth and total length")
+    @Test("Parent folders are bounded in depth and total length", .timeLimit(.minutes(5)))
     func folderBounds() {
         let deep = ReceivedFileNames.sanitizeParentFolder(Array(repeating: "d", count: 100).joined(separator: "/"))
         #expect(deep.count == ReceivedFileNames.maxFolderDepth)

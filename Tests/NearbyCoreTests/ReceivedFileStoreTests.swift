@@ -57,7 +57,7 @@ struct ReceivedFileStoreTests {
         return try store.finish(id, expectedSize: Int64(content.count))
     }
 
-    @Test("Names that try to climb out land inside the receive directory", arguments: [
+    @Test("Names that try to climb out land inside the receive directory", .timeLimit(.minutes(5)), arguments: [
         ("../\u{301}x", ""), ("x", "../../"), ("..\u{301}", "../\u{301}/.."), ("a\u{FF0F}..\u{FF0F}b", "..\u{2215}.."),
         ("/\u{301}etc", "\\\u{301}.."),
     ])
@@ -74,7 +74,7 @@ struct ReceivedFileStoreTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: layout.root.path).sorted() == ["inbox", "outside"])
     }
 
-    @Test("A symbolic link planted as the final name fails the file and its target is untouched")
+    @Test("A symbolic link planted as the final name fails the file and its target is untouched", .timeLimit(.minutes(5)))
     func symlinkAsFinalName() throws {
         let layout = try Layout()
         defer { layout.remove() }
@@ -87,7 +87,7 @@ struct ReceivedFileStoreTests {
         #expect(try layout.filesInInbox() == ["dangling.txt", "report.txt"])
     }
 
-    @Test("A symbolic link planted as a parent folder fails the file and writes nothing through it")
+    @Test("A symbolic link planted as a parent folder fails the file and writes nothing through it", .timeLimit(.minutes(5)))
     func symlinkAsFolder() throws {
         let layout = try Layout()
         defer { layout.remove() }
@@ -101,7 +101,7 @@ struct ReceivedFileStoreTests {
         #expect(try Data(contentsOf: url) == Data("ok".utf8))
     }
 
-    @Test("A symbolic link planted as the temporary name fails the file and its target is untouched")
+    @Test("A symbolic link planted as the temporary name fails the file and its target is untouched", .timeLimit(.minutes(5)))
     func symlinkAsTemporaryName() throws {
         let layout = try Layout()
         defer { layout.remove() }
@@ -115,7 +115,7 @@ struct ReceivedFileStoreTests {
         #expect(try layout.filesInInbox() == [".nearby-dangling.partial", ".nearby-planted.partial"])
     }
 
-    @Test("The receive directory itself may be a symbolic link (the user's choice)")
+    @Test("The receive directory itself may be a symbolic link (the user's choice)", .timeLimit(.minutes(5)))
     func receiveDirectoryBehindLink() throws {
         let layout = try Layout()
         defer { layout.remove() }
@@ -127,7 +127,7 @@ struct ReceivedFileStoreTests {
         #expect(try layout.filesInInbox() == ["sub", "sub/a.txt"])
     }
 
-    @Test("Existing names get a suffix that keeps a 255-byte name within 255 bytes")
+    @Test("Existing names get a suffix that keeps a 255-byte name within 255 bytes", .timeLimit(.minutes(5)))
     func suffixOnLongName() throws {
         let layout = try Layout()
         defer { layout.remove() }
@@ -145,7 +145,7 @@ struct ReceivedFileStoreTests {
         try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count
     }
 
-    @Test("Failing transfers leak no file descriptors")
+    @Test("Failing transfers leak no file descriptors", .timeLimit(.minutes(5)))
     func noDescriptorLeaks() throws {
         let layout = try Layout()
         defer { layout.remove() }
@@ -178,7 +178,7 @@ struct ReceivedFileStoreTests {
         #expect(try !layout.filesInInbox().contains { $0.hasSuffix(".partial") && !$0.hasSuffix("trap.partial") })
     }
 
-    @Test("Free space: a known size that would cross the floor fails at begin; an unknown size fails at write")
+    @Test("Free space: a known size that would cross the floor fails at begin; an unknown size fails at write", .timeLimit(.minutes(5)))
     func freeSpaceFloor() throws {
         let layout = try Layout()
         defer { layout.remove() }
@@ -203,7 +203,7 @@ struct ReceivedFileStoreTests {
         #expect(try layout.filesInInbox() == [])
     }
 
-    @Test("Stale temporary files of dead processes are removed, nothing else is, and links are not followed")
+    @Test("Stale temporary files of dead processes are removed, nothing else is, and links are not followed", .timeLimit(.minutes(5)))
     func staleTemporaryFiles() throws {
         let layout = try Layout()
         defer { layout.remove() }

@@ -15,7 +15,7 @@ struct SessionDeadlinesTests {
         .init(lastWrite: lastWrite, writeStartedAt: nil, isIdle: true, holdsKeepAlives: false)
     }
 
-    @Test("An incoming session waits for the request, then for the handshake")
+    @Test("An incoming session waits for the request, then for the handshake", .timeLimit(.minutes(5)))
     func phases() {
         var deadlines = Self.deadlines()
         #expect(deadlines.start(outgoing: false) == [
@@ -30,7 +30,7 @@ struct SessionDeadlinesTests {
         #expect(deadlines.fired(.phase, now: .seconds(15), writer: Self.idleWriter()).expiry == .handshake(.seconds(15)))
     }
 
-    @Test("Once initiated the phase deadline goes, the decision deadline and the keep-alive timers come")
+    @Test("Once initiated the phase deadline goes, the decision deadline and the keep-alive timers come", .timeLimit(.minutes(5)))
     func initiated() {
         var deadlines = Self.deadlines()
         _ = deadlines.start(outgoing: true)
@@ -44,7 +44,7 @@ struct SessionDeadlinesTests {
         #expect(deadlines.fired(.decision, now: .seconds(63), writer: Self.idleWriter()).expiry == .decision)
     }
 
-    @Test("The keep-alive timeout is re-armed for the time left after the last read, and expires after silence")
+    @Test("The keep-alive timeout is re-armed for the time left after the last read, and expires after silence", .timeLimit(.minutes(5)))
     func keepAliveTimeout() {
         var deadlines = Self.deadlines()
         _ = deadlines.initiated(now: .zero)
@@ -56,7 +56,7 @@ struct SessionDeadlinesTests {
             == .silence(.seconds(30)))
     }
 
-    @Test("While the app takes a stream chunk the keep-alive timeout does not count")
+    @Test("While the app takes a stream chunk the keep-alive timeout does not count", .timeLimit(.minutes(5)))
     func streamDeliveryPausesTheTimeout() {
         var deadlines = Self.deadlines()
         _ = deadlines.initiated(now: .zero)
@@ -69,7 +69,7 @@ struct SessionDeadlinesTests {
         #expect(after.actions == [.schedule(.keepAliveTimeout, after: .seconds(20))])
     }
 
-    @Test("A KEEP_ALIVE is due only after an interval without writes, on an idle writer outside an upgrade drain")
+    @Test("A KEEP_ALIVE is due only after an interval without writes, on an idle writer outside an upgrade drain", .timeLimit(.minutes(5)))
     func keepAliveSend() {
         var deadlines = Self.deadlines()
         _ = deadlines.initiated(now: .zero)
@@ -85,7 +85,7 @@ struct SessionDeadlinesTests {
         #expect(deadlines.fired(.keepAliveSend, now: .seconds(8), writer: draining).expiry == nil)
     }
 
-    @Test("A write that outlives the write deadline expires; otherwise the deadline is re-armed")
+    @Test("A write that outlives the write deadline expires; otherwise the deadline is re-armed", .timeLimit(.minutes(5)))
     func writeDeadline() {
         var deadlines = Self.deadlines(writeTimeout: .seconds(10))
         #expect(deadlines.start(outgoing: true).contains(.schedule(.writeDeadline, after: .seconds(10))))

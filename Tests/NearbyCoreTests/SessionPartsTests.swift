@@ -9,7 +9,7 @@ import Testing
 /// The session's parts on their own: the timers on a ``ManualClock`` and the payload sender on an in-memory
 /// channel, without a session around them.
 struct SessionPartsTests {
-    @Test("A timer fires once its time has come; re-arming replaces it and a cancelled timer never fires")
+    @Test("A timer fires once its time has come; re-arming replaces it and a cancelled timer never fires", .timeLimit(.minutes(5)))
     func timers() async throws {
         let clock = ManualClock()
         let timers = SessionTimers<String>(clock: NearbyClock(clock))
@@ -30,7 +30,7 @@ struct SessionPartsTests {
         #expect(!timers.isArmed("late"))
     }
 
-    @Test("The payload sender waits at a closed gate, then sends a BYTES payload as one chunk and a last frame")
+    @Test("The payload sender waits at a closed gate, then sends a BYTES payload as one chunk and a last frame", .timeLimit(.minutes(5)))
     func senderOnAnInMemoryChannel() async throws {
         let (ours, theirs) = InMemoryChannel.pair()
         let writer = OutboundFrameWriter(channel: ours, secure: SecureContextBox())

@@ -25,7 +25,7 @@ struct TopologyRulesTests {
 
     static let cases = Strategy.allCases.flatMap { strategy in Held.allCases.map { (strategy, $0) } }
 
-    @Test("An outgoing request: cluster always; star and point-to-point only with no connection", arguments: cases)
+    @Test("An outgoing request: cluster always; star and point-to-point only with no connection", .timeLimit(.minutes(5)), arguments: cases)
     func outgoing(strategy: Strategy, held: Held) {
         let decision = TopologyRules(strategy: strategy).outgoing(to: "NEWW", links: held.links)
         let allowed = strategy == .cluster || held == .nothing
@@ -39,7 +39,7 @@ struct TopologyRulesTests {
 
     @Test(
         "An incoming request: cluster always; star unless we hold an outgoing one; point-to-point only with none",
-        arguments: cases)
+        .timeLimit(.minutes(5)), arguments: cases)
     func incoming(strategy: Strategy, held: Held) {
         let decision = TopologyRules(strategy: strategy).incoming(from: "NEWW", nonce: 1, links: held.links)
         let allowed = switch strategy {
@@ -51,7 +51,7 @@ struct TopologyRulesTests {
     }
 
     @Test("A second request to an endpoint we are connected or connecting to fails: alreadyConnectedToEndpoint",
-          arguments: Strategy.allCases)
+          .timeLimit(.minutes(5)), arguments: Strategy.allCases)
     func outgoingDuplicate(strategy: Strategy) {
         let rules = TopologyRules(strategy: strategy)
         for link in Held.allCases.flatMap(\.links) {
@@ -61,7 +61,7 @@ struct TopologyRulesTests {
     }
 
     @Test("A request from an endpoint we are connected to, or that is already asking, is refused",
-          arguments: Strategy.allCases)
+          .timeLimit(.minutes(5)), arguments: Strategy.allCases)
     func incomingDuplicate(strategy: Strategy) {
         let rules = TopologyRules(strategy: strategy)
         for held in [Held.connectedOutgoing, .pendingIncoming, .connectedIncoming] {
@@ -70,7 +70,7 @@ struct TopologyRulesTests {
     }
 
     @Test("Simultaneous requests: the larger nonce goes on, equal nonces drop both, in every strategy",
-          arguments: Strategy.allCases)
+          .timeLimit(.minutes(5)), arguments: Strategy.allCases)
     func tieBreak(strategy: Strategy) {
         let rules = TopologyRules(strategy: strategy)
         let ours = [Link(endpointID: "OTHR", direction: .outgoing, nonce: 5)]
@@ -81,7 +81,7 @@ struct TopologyRulesTests {
             Link(endpointID: "OTHR", direction: .outgoing, nonce: .max)]) == .refuse(.wonTieBreak))
     }
 
-    @Test("Both sides reach opposite, consistent outcomes: exactly one request survives unless the nonces are equal")
+    @Test("Both sides reach opposite, consistent outcomes: exactly one request survives unless the nonces are equal", .timeLimit(.minutes(5)))
     func tieBreakIsConsistent() {
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<1000 {
@@ -97,7 +97,7 @@ struct TopologyRulesTests {
         }
     }
 
-    @Test("After the tie-break drops ours, the strategy counts what is left")
+    @Test("After the tie-break drops ours, the strategy counts what is left", .timeLimit(.minutes(5)))
     func tieBreakThenTopology() {
         let ours = Link(endpointID: "OTHR", direction: .outgoing, nonce: 1)
         let hubSpoke = Link(endpointID: "SPKE", direction: .incoming, isConnected: true)
@@ -113,7 +113,7 @@ struct TopologyRulesTests {
             == .admitDroppingOurs)
     }
 
-    @Test("A star hub takes many spokes; a spoke holds one connection")
+    @Test("A star hub takes many spokes; a spoke holds one connection", .timeLimit(.minutes(5)))
     func starHubAndSpokes() {
         let star = TopologyRules(strategy: .star)
         var hub: [Link] = []

@@ -12,7 +12,7 @@ struct TransferUpdateThrottleTests {
         PayloadTransferUpdate(payloadID: id, kind: kind, status: status, bytesTransferred: bytes, totalBytes: 1_000_000)
     }
 
-    @Test("In-progress FILE updates within 50 ms of the last delivered one are dropped; the first and later ones pass")
+    @Test("In-progress FILE updates within 50 ms of the last delivered one are dropped; the first and later ones pass", .timeLimit(.minutes(5)))
     func coalescesWithinTheInterval() {
         var throttle = TransferUpdateThrottle()
         let admitted = [
@@ -29,7 +29,7 @@ struct TransferUpdateThrottleTests {
         #expect(admitted == [true, false, false, true, false, true, true, false])
     }
 
-    @Test("Terminal updates always pass, right after an in-progress one, and forget the payload", arguments: [
+    @Test("Terminal updates always pass, right after an in-progress one, and forget the payload", .timeLimit(.minutes(5)), arguments: [
         TransferStatus.success, .failure, .canceled,
     ])
     func terminalUpdatesAlwaysPass(_ status: TransferStatus) {
@@ -45,7 +45,7 @@ struct TransferUpdateThrottleTests {
         #expect(alone)
     }
 
-    @Test("BYTES and STREAM updates are never held back", arguments: [PayloadKind.bytes, .stream])
+    @Test("BYTES and STREAM updates are never held back", .timeLimit(.minutes(5)), arguments: [PayloadKind.bytes, .stream])
     func otherKindsPass(_ kind: PayloadKind) {
         var throttle = TransferUpdateThrottle()
         var admitted: [Bool] = []
@@ -56,7 +56,7 @@ struct TransferUpdateThrottleTests {
         #expect(throttle.trackedPayloadCount == 0)
     }
 
-    @Test("With a clock that does not move, a 5-chunk file reports its first chunk and its success on both sides")
+    @Test("With a clock that does not move, a 5-chunk file reports its first chunk and its success on both sides", .timeLimit(.minutes(5)))
     func engineCoalescesOnBothSides() async throws {
         let clock = ManualClock()
         let pair = EnginePair(clock: clock)
@@ -75,7 +75,7 @@ struct TransferUpdateThrottleTests {
         }
     }
 
-    @Test("A canceled file reports canceled on both sides although its progress is held back", arguments: [true, false])
+    @Test("A canceled file reports canceled on both sides although its progress is held back", .timeLimit(.minutes(5)), arguments: [true, false])
     func cancelArrivesWhileThrottled(bySender: Bool) async throws {
         let clock = ManualClock()
         let pair = EnginePair(clock: clock)

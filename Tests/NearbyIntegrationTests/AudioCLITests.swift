@@ -7,7 +7,7 @@ extension WiFiLANIntegration {
     /// `nearby publish --medium audio` and `nearby subscribe --medium audio` in separate processes, through a private
     /// PulseAudio daemon with only a null sink (the subscriber records its monitor) while this test plays synthetic
     /// speech and noise into the same sink; the message itself travels over Wi-Fi LAN.
-    @Suite("nearby publish --medium audio ↔ nearby subscribe --medium audio")
+    @Suite("nearby publish --medium audio ↔ nearby subscribe --medium audio", .timeLimit(.minutes(5)))
     struct AudioCLITests {
         @Test("found while the publisher plays; lost after it is told to stop")
         func audioPublishAndSubscribe() async throws {

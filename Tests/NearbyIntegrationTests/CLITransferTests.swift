@@ -5,7 +5,7 @@ import Testing
 extension WiFiLANIntegration {
     /// Two `nearby` processes: one advertises and accepts, the other finds it by name and sends bytes, a 50 MB
     /// file and a stream. `nearby discover` sees the advertiser meanwhile.
-    @Suite("nearby advertise ↔ nearby send", .enabled(if: IntegrationEnvironment.inTestNetwork))
+    @Suite("nearby advertise ↔ nearby send", .enabled(if: IntegrationEnvironment.inTestNetwork), .timeLimit(.minutes(5)))
     struct CLITransferTests {
         @Test("codes match; bytes, a 50 MB file and a stream arrive intact with monotonic progress; discover sees the advertiser")
         func transferBetweenTwoProcesses() async throws {

@@ -4,7 +4,7 @@ import Testing
 
 extension WiFiLANIntegration {
     /// Cancelling a file mid-transfer, from either end, between two managers in this process (Avahi + TCP).
-    @Suite("Cancel mid-file", .enabled(if: IntegrationEnvironment.inTestNetwork))
+    @Suite("Cancel mid-file", .enabled(if: IntegrationEnvironment.inTestNetwork), .timeLimit(.minutes(5)))
     struct CancelTests {
         enum Side: String, CaseIterable, Sendable {
             case sender, receiver

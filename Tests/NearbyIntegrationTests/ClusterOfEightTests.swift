@@ -6,7 +6,7 @@ extension WiFiLANIntegration {
     /// A cluster: 8 `nearby advertise --strategy cluster` processes, each connected to every other one (member i
     /// requests connections to members 0..<i with `--connect`, so no two members ever request each other at the same
     /// moment), each sending bytes and a file to all the others. Heavy-ish (8 processes): keep it out of sanitizer runs.
-    @Suite("Cluster of 8 processes", .enabled(if: IntegrationEnvironment.inTestNetwork))
+    @Suite("Cluster of 8 processes", .enabled(if: IntegrationEnvironment.inTestNetwork), .timeLimit(.minutes(5)))
     struct ClusterOfEightTests {
         static let memberCount = 8
 

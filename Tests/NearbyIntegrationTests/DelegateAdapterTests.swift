@@ -61,7 +61,7 @@ struct DelegateAdapterTests {
         for _ in 0..<800 where !condition() { try await Task.sleep(for: .milliseconds(25)) }
     }
 
-    @Test("Delegates see discovery, the request, the code, the connection and a payload, in Google's order", arguments: [true, false])
+    @Test("Delegates see discovery, the request, the code, the connection and a payload, in Google's order", .timeLimit(.minutes(5)), arguments: [true, false])
     func delegateFlow(accept: Bool) async throws {
         let air = InMemoryMedium.Air()
         let directory = FileManager.default.temporaryDirectory

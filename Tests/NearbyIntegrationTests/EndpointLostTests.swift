@@ -4,7 +4,7 @@ import Testing
 
 extension WiFiLANIntegration {
     /// When advertising stops, discoverers hear about it.
-    @Suite("Endpoint lost", .enabled(if: IntegrationEnvironment.inTestNetwork))
+    @Suite("Endpoint lost", .enabled(if: IntegrationEnvironment.inTestNetwork), .timeLimit(.minutes(5)))
     struct EndpointLostTests {
         @Test("stopAdvertising makes an in-process discoverer report endpointLost")
         func stopAdvertisingLosesEndpoint() async throws {

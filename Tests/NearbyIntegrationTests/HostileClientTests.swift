@@ -8,7 +8,7 @@ import Testing
 extension WiFiLANIntegration {
     /// Plain TCP sockets that speak nonsense to a running in-process advertiser. Each must be closed without the
     /// advertiser reporting a connection, and a well-behaved discoverer must still connect afterwards.
-    @Suite("Hostile clients", .enabled(if: IntegrationEnvironment.inTestNetwork))
+    @Suite("Hostile clients", .enabled(if: IntegrationEnvironment.inTestNetwork), .timeLimit(.minutes(5)))
     struct HostileClientTests {
         enum Hostility: String, CaseIterable, Sendable {
             /// A plausible length prefix followed by random bytes.

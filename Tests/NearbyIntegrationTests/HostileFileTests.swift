@@ -8,7 +8,7 @@ extension WiFiLANIntegration {
     /// names that climb out of the receive directory, names a planted symbolic link sits on, BYTES payloads of
     /// impossible sizes. The advertiser process must survive, write nothing outside its receive directory, and
     /// still receive from the next peer.
-    @Suite("Hostile file and payload peers", .enabled(if: IntegrationEnvironment.inTestNetwork))
+    @Suite("Hostile file and payload peers", .enabled(if: IntegrationEnvironment.inTestNetwork), .timeLimit(.minutes(5)))
     struct HostileFileTests {
         /// `nearby advertise --accept` receiving into `inbox`, with `outside/target` and symbolic links to it planted.
         private struct Setup {

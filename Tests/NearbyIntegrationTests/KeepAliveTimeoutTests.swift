@@ -5,7 +5,7 @@ import Testing
 
 extension WiFiLANIntegration {
     /// A peer frozen with SIGSTOP stops answering keep-alives: the advertiser must drop it after the timeout.
-    @Suite("Keep-alive timeout", .enabled(if: IntegrationEnvironment.inTestNetwork))
+    @Suite("Keep-alive timeout", .enabled(if: IntegrationEnvironment.inTestNetwork), .timeLimit(.minutes(5)))
     struct KeepAliveTimeoutTests {
         @Test("a SIGSTOPped CLI sender is disconnected with a timeout error")
         func frozenPeerTimesOut() async throws {

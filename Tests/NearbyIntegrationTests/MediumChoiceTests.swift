@@ -8,7 +8,7 @@ import Testing
 
 /// The app-facing medium choice (`ConnectionOptions.mediums`, `BluetoothController`), the one factory that turns it
 /// into drivers, and the ordered fire-and-forget stops.
-@Suite("Medium choice and ordered stops")
+@Suite("Medium choice and ordered stops", .timeLimit(.minutes(5)))
 struct MediumChoiceTests {
     private func quietOptions() -> ConnectionOptions {
         var options = ConnectionOptions(receiveDirectory: FileManager.default.temporaryDirectory)

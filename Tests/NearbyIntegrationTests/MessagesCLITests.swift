@@ -4,7 +4,7 @@ import Testing
 
 extension WiFiLANIntegration {
     /// `nearby publish` and `nearby subscribe` in separate processes (Nearby Messages over Wi-Fi LAN).
-    @Suite("nearby publish ↔ nearby subscribe", .enabled(if: IntegrationEnvironment.inTestNetwork))
+    @Suite("nearby publish ↔ nearby subscribe", .enabled(if: IntegrationEnvironment.inTestNetwork), .timeLimit(.minutes(5)))
     struct MessagesCLITests {
         @Test("found with content, namespace and type; a filter excludes the rest; 50 KB through a connection; lost on exit")
         func publishAndSubscribe() async throws {

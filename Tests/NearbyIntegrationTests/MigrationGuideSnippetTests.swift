@@ -161,7 +161,7 @@ private func first<Value: Sendable>(
     }
 }
 
-@Suite("docs/MIGRATING.md snippets")
+@Suite("docs/MIGRATING.md snippets", .timeLimit(.minutes(5)))
 struct MigrationGuideSnippetTests {
     @Test("the manager and options snippets make managers without opening anything")
     func managers() async throws {

@@ -7,7 +7,7 @@ import Testing
 
 /// `ConnectionManager.connectedEndpoints` and sending one payload to several endpoints, on a star over the
 /// in-memory medium (this tests the API, not a medium).
-@Suite("Connected endpoints and sending to several")
+@Suite("Connected endpoints and sending to several", .timeLimit(.minutes(5)))
 struct MultiEndpointSendTests {
     struct Member {
         let manager: ConnectionManager

@@ -3,7 +3,7 @@ import NearbyConnections
 import Testing
 
 /// Peer-chosen names, IDs and messages are printed with control characters and bidirectional overrides escaped.
-@Suite("Peer text escaping")
+@Suite("Peer text escaping", .timeLimit(.minutes(5)))
 struct PeerTextTests {
     @Test("Terminal escaping: controls, DEL, C1 and bidi overrides become visible escapes; letters stay")
     func terminal() {
@@ -41,7 +41,7 @@ struct PeerTextTests {
 
 extension WiFiLANIntegration {
     /// `nearby discover` prints advertisers' names; the names are theirs to choose.
-    @Suite("nearby discover with hostile names", .enabled(if: IntegrationEnvironment.inTestNetwork))
+    @Suite("nearby discover with hostile names", .enabled(if: IntegrationEnvironment.inTestNetwork), .timeLimit(.minutes(5)))
     struct CLIHostileNameTests {
         @Test("one line per event, no raw ESC or bidi override, the name shown escaped")
         func hostileNames() async throws {

@@ -4,7 +4,7 @@ import Testing
 
 extension WiFiLANIntegration {
     /// Either side may say no: the connection then never comes up and the sender fails.
-    @Suite("Rejection", .enabled(if: IntegrationEnvironment.inTestNetwork))
+    @Suite("Rejection", .enabled(if: IntegrationEnvironment.inTestNetwork), .timeLimit(.minutes(5)))
     struct RejectionTests {
         @Test("an advertiser without --accept and without a TTY rejects; the sender prints rejected and exits 1")
         func advertiserWithoutTTYRejects() async throws {

@@ -5,7 +5,7 @@ import Testing
 extension WiFiLANIntegration {
     /// One `nearby send --strategy cluster` process with several targets: two advertisers found by name, a third
     /// by address.
-    @Suite("nearby send to several endpoints", .enabled(if: IntegrationEnvironment.inTestNetwork))
+    @Suite("nearby send to several endpoints", .enabled(if: IntegrationEnvironment.inTestNetwork), .timeLimit(.minutes(5)))
     struct SendToSeveralTests {
         @Test("every target receives the bytes and the file intact; payload_sent names each target once per payload")
         func sendToThree() async throws {

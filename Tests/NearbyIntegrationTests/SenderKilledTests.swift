@@ -5,7 +5,7 @@ import Testing
 
 extension WiFiLANIntegration {
     /// A CLI sender killed with SIGKILL in the middle of a 200 MB file.
-    @Suite("Sender killed mid-file", .enabled(if: IntegrationEnvironment.inTestNetwork))
+    @Suite("Sender killed mid-file", .enabled(if: IntegrationEnvironment.inTestNetwork), .timeLimit(.minutes(5)))
     struct SenderKilledTests {
         @Test("the in-process receiver reports failure and keeps no file under the final name")
         func senderKilledMidFile() async throws {

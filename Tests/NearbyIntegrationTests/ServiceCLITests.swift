@@ -4,7 +4,7 @@ import Testing
 
 extension WiFiLANIntegration {
     /// `nearby service` and its clients in separate processes (Nearby Messages over Wi-Fi LAN, through the service).
-    @Suite("nearby service", .enabled(if: IntegrationEnvironment.inTestNetwork))
+    @Suite("nearby service", .enabled(if: IntegrationEnvironment.inTestNetwork), .timeLimit(.minutes(5)))
     struct ServiceCLITests {
         /// A fake `notify-send` in `scratch` that appends its arguments, one per line, to the returned file.
         static func fakeNotifySend(_ scratch: Scratch) throws -> (bin: URL, calls: URL) {

@@ -8,7 +8,7 @@ extension WiFiLANIntegration {
     /// A raw-socket peer that completes the handshake, then floods KEEP_ALIVE and never reads (tiny receive
     /// buffer): our acks fill the socket and our writes block. The endpoint must be dropped by the write deadline,
     /// and the app's calls must never wait for the stuck write.
-    @Suite("Stalled peer", .enabled(if: IntegrationEnvironment.inTestNetwork))
+    @Suite("Stalled peer", .enabled(if: IntegrationEnvironment.inTestNetwork), .timeLimit(.minutes(5)))
     struct StalledPeerTests {
         @Test("a peer that floods KEEP_ALIVE and never reads is dropped with a timeout naming the stalled write")
         func floodingPeerIsDropped() async throws {

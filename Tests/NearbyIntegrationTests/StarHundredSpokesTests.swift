@@ -5,7 +5,7 @@ import Testing
 extension WiFiLANIntegration {
     /// A star: one `nearby advertise --strategy star` hub and 100 `nearby send` spokes at once, every one a process
     /// of its own. Heavy (about a hundred processes on the machine at the same time): keep it out of sanitizer runs.
-    @Suite("Star hub with 100 spokes", .enabled(if: IntegrationEnvironment.inTestNetwork))
+    @Suite("Star hub with 100 spokes", .enabled(if: IntegrationEnvironment.inTestNetwork), .timeLimit(.minutes(5)))
     struct StarHundredSpokesTests {
         static let spokeCount = 100
         static let fileSize = 64 * 1024

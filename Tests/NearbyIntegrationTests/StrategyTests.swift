@@ -16,7 +16,7 @@ extension Peer {
 
 extension WiFiLANIntegration {
     /// Strategies over Avahi and TCP: who finds whom, and simultaneous requests.
-    @Suite("Strategies over Wi-Fi LAN", .enabled(if: IntegrationEnvironment.inTestNetwork))
+    @Suite("Strategies over Wi-Fi LAN", .enabled(if: IntegrationEnvironment.inTestNetwork), .timeLimit(.minutes(5)))
     struct StrategyTests {
         @Test("an advertiser of another strategy is not found over DNS-SD and cannot be requested")
         func otherStrategyIsInvisible() async throws {

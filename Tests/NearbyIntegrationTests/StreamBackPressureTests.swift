@@ -7,7 +7,7 @@ import Testing
 extension WiFiLANIntegration {
     /// STREAM payloads keep back-pressure end to end over real TCP: a receiving app that does not read holds the
     /// sender back (memory stays bounded), the connection survives the hold, then everything arrives intact.
-    @Suite("Stream back-pressure", .enabled(if: IntegrationEnvironment.inTestNetwork))
+    @Suite("Stream back-pressure", .enabled(if: IntegrationEnvironment.inTestNetwork), .timeLimit(.minutes(5)))
     struct StreamBackPressureTests {
         static let total = 64 << 20
         static let piece = 64 << 10

@@ -5,5 +5,5 @@ import Testing
 /// `scripts/test.sh --filter NearbyIntegrationTests`) and run one at a time: they move hundreds of megabytes.
 @Suite(
     "Nearby Connections over Wi-Fi LAN", .serialized,
-    .enabled(if: IntegrationEnvironment.inTestNetwork, "needs scripts/with-test-network.sh (private avahi-daemon)"))
+    .enabled(if: IntegrationEnvironment.inTestNetwork, "needs scripts/with-test-network.sh (private avahi-daemon)"), .timeLimit(.minutes(5)))
 struct WiFiLANIntegration {}

@@ -69,7 +69,7 @@ final class FakeNotificationServer: Sendable {
 }
 
 /// Desktop notifications: D-Bus first, notify-send as the fallback, nothing when neither is there.
-@Suite("Desktop notifier")
+@Suite("Desktop notifier", .timeLimit(.minutes(5)))
 struct DesktopNotifierTests {
     @Test("Notify over a private session bus: found gives one notification with the message summary; the fallbacks", .timeLimit(.minutes(1)))
     func dbusNotifications() async throws {

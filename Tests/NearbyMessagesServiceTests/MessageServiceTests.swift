@@ -8,7 +8,7 @@ import NearbyWire
 import Testing
 
 /// The service core in process, on an in-memory medium.
-@Suite("Message service core")
+@Suite("Message service core", .timeLimit(.minutes(5)))
 struct MessageServiceTests {
     static let hello = Message(text: "hello", namespace: "ns", type: "t")
 

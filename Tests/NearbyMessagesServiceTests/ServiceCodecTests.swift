@@ -4,7 +4,7 @@ import NearbyMessagesService
 import NearbyWire
 import Testing
 
-@Suite("Service protocol codec")
+@Suite("Service protocol codec", .timeLimit(.minutes(5)))
 struct ServiceCodecTests {
     @Test("a request is one line of snake_case JSON and decodes back to itself")
     func requestRoundTrip() throws {

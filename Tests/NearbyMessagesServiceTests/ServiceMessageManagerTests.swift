@@ -32,7 +32,7 @@ struct ServedService {
 }
 
 /// `ServiceMessageManager`, the app-facing client, end to end against a real service over its socket.
-@Suite("Service message manager")
+@Suite("Service message manager", .timeLimit(.minutes(5)))
 struct ServiceMessageManagerTests {
     @Test("publish and subscribe through the service: found on the stream and the handlers, list, lost on cancel, the stream ends on cancel", .timeLimit(.minutes(1)))
     func publishSubscribeList() async throws {

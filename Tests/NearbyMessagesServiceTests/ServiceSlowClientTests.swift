@@ -32,7 +32,7 @@ final class RecordedWarnings: Sendable {
 }
 
 /// A client that never reads must not hold up the service or the other clients.
-@Suite("Message service slow client")
+@Suite("Message service slow client", .timeLimit(.minutes(5)))
 struct ServiceSlowClientTests {
     @Test("a client that never reads is disconnected once its output passes the limit (logged); another gets every event", .timeLimit(.minutes(1)))
     func neverReadingClient() async throws {

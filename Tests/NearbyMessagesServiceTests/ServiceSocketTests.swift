@@ -12,7 +12,7 @@ import Glibc
 #endif
 
 /// The Unix-socket server and client, in process, on an in-memory medium.
-@Suite("Message service socket")
+@Suite("Message service socket", .timeLimit(.minutes(5)))
 struct ServiceSocketTests {
     static func start(_ tag: String) async throws -> (MessageService, MessageServiceServer, Task<Void, Never>) {
         // Unix socket paths are short (108 bytes): keep the directory short.
@@ -156,7 +156,7 @@ struct RawSocket {
     }
 }
 
-@Suite("notify-send notifier")
+@Suite("notify-send notifier", .timeLimit(.minutes(5)))
 struct NotifySendNotifierTests {
     @Test("notify-send from PATH gets the app name, a summary and the escaped message", .timeLimit(.minutes(1)))
     func fakeNotifySend() async throws {

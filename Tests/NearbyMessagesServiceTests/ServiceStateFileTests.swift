@@ -3,7 +3,7 @@ import NearbyMessagesService
 import NearbyWire
 import Testing
 
-@Suite("Service state file")
+@Suite("Service state file", .timeLimit(.minutes(5)))
 struct ServiceStateFileTests {
     static func directory() throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-state-\(UUID().uuidString)")

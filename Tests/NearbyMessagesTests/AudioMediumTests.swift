@@ -10,7 +10,7 @@ import Testing
 
 /// The audio medium's rule over an in-memory air of PCM on a manual clock, with the message itself on the
 /// in-memory Wi-Fi LAN medium: an audio-only subscription reports a publication only while it hears its token.
-@Suite("Audio medium over an in-memory air")
+@Suite("Audio medium over an in-memory air", .timeLimit(.minutes(5)))
 struct AudioMediumTests {
     static let message = Message(content: Data("in this room".utf8), namespace: "ns", type: "audio")
     static let audioOnly = MessageStrategy(mediums: .audio)

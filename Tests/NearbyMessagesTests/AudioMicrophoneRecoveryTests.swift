@@ -13,7 +13,7 @@ import Testing
 /// without any source (one server alone would move the recording to the sink's monitor instead), loading it again
 /// brings the microphone back. The message travels over real Wi-Fi LAN inside scripts/with-test-network.sh,
 /// otherwise over the in-memory medium.
-@Suite("Audio microphone removed and restored through PulseAudio", .serialized)
+@Suite("Audio microphone removed and restored through PulseAudio", .serialized, .timeLimit(.minutes(5)))
 struct AudioMicrophoneRecoveryTests {
     @Test("microphone source removed → noDevice reported and the message lost; restored → cleared, found again")
     func microphoneRemovedAndRestored() async throws {

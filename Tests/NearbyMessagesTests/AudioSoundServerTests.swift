@@ -12,7 +12,7 @@ import Testing
 /// plays its token into the sink, the subscriber (audio only) records the sink's monitor, optionally with synthetic
 /// speech and noise played into the same sink by a third stream. The message itself travels over real Wi-Fi LAN
 /// inside scripts/with-test-network.sh, otherwise over the in-memory medium.
-@Suite("Audio medium through PulseAudio", .serialized)
+@Suite("Audio medium through PulseAudio", .serialized, .timeLimit(.minutes(5)))
 struct AudioSoundServerTests {
     @Test("publish audio → found from the monitor; publisher stops → lost", arguments: [false, true])
     func foundAndLostThroughTheSoundServer(withSpeechAndNoise: Bool) async throws {

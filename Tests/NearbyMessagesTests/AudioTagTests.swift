@@ -6,7 +6,7 @@ import Testing
 @testable import NearbyMessages
 
 /// The audio tag's bytes, the presence gate's rule, and how sound-server failures map to audio problems.
-@Suite("Audio tag and gate")
+@Suite("Audio tag and gate", .timeLimit(.minutes(5)))
 struct AudioTagTests {
     static let token = AudioToken([1, 2, 3, 4, 5, 6, 7, 8])!
 

@@ -3,7 +3,7 @@ import Testing
 
 @testable import NearbyMessages
 
-@Suite struct BeaconDecoderTests {
+@Suite(.timeLimit(.minutes(5))) struct BeaconDecoderTests {
     private func decodeOne(_ text: String) throws -> BeaconFrame {
         let frames = BeaconDecoder.decode(hex(text))
         #expect(frames.count == 1, "\(frames)")

@@ -7,7 +7,7 @@ import Testing
 /// scripts/install-deps.sh) agree with ours field by field, except where the reference notes beacontools' known
 /// errors: TLM temperature read unsigned, SEC_CNT returned raw (0.1 s units), encrypted-TLM salt and MIC read
 /// little-endian, reserved URL bytes passed through, AltBeacon not decoded.
-@Suite struct BeaconOracleTests {
+@Suite(.timeLimit(.minutes(5))) struct BeaconOracleTests {
     struct OracleMissing: Error, CustomStringConvertible {
         var description: String
     }

@@ -7,7 +7,7 @@ import Testing
 
 /// The Connections managers' Bluetooth statuses feeding `radioStatusHandler`: the kind the radio told is kept
 /// (not re-read from the message), each transition is reported once, and the clearing follows.
-@Suite struct BluetoothStatusBridgeTests {
+@Suite(.timeLimit(.minutes(5))) struct BluetoothStatusBridgeTests {
     @Test func connectionsStatusesReachTheRadioStatusHandlerOncePerTransition() {
         let monitor = RadioStateMonitor()
         let heard = LockedValue<[RadioStatus]>([])

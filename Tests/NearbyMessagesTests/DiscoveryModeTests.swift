@@ -7,7 +7,7 @@ import Testing
 
 @testable import NearbyMessages
 
-@Suite("Discovery modes")
+@Suite("Discovery modes", .timeLimit(.minutes(5)))
 struct DiscoveryModeTests {
     @Test("the interest advertisement, byte by byte; earlier versions cannot read it as a message")
     func interestBytes() throws {

@@ -4,7 +4,7 @@ import Testing
 
 @testable import NearbyMessages
 
-@Suite struct EnvelopeTests {
+@Suite(.timeLimit(.minutes(5))) struct EnvelopeTests {
     @Test("a small message encodes to the documented bytes and back")
     func inlineKnownAnswer() throws {
         let message = Message(text: "hi", namespace: "ns", type: "t")
@@ -71,7 +71,7 @@ import Testing
     }
 }
 
-@Suite struct MessageValidationTests {
+@Suite(.timeLimit(.minutes(5))) struct MessageValidationTests {
     @Test("102,400 bytes are allowed; 102,401 are messageTooLarge")
     func sizeLimit() async throws {
         try Message(content: Data(count: 102_400)).validate()

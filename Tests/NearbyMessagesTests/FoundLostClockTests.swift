@@ -10,7 +10,7 @@ import Testing
 
 /// Found/lost and TTL timing of subscriptions and publications on a manual clock: each timer is one sleeper armed
 /// at its deadline (no ticker), so these tests advance the clock instead of waiting and run in milliseconds.
-@Suite("Found/lost timers on a manual clock")
+@Suite("Found/lost timers on a manual clock", .timeLimit(.minutes(5)))
 struct FoundLostClockTests {
     static let message = Message(content: Data("hello".utf8), namespace: "ns", type: "timing")
 

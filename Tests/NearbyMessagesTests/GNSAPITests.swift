@@ -7,7 +7,7 @@ import Testing
 
 @testable import NearbyMessages
 
-@Suite("Google-shaped API")
+@Suite("Google-shaped API", .timeLimit(.minutes(5)))
 struct GNSAPITests {
     /// A manager on `air` whose own consent request denies, so only the GNS permission request can grant.
     static func manager(_ air: InMemoryMedium.Air, consent: ConsentStore) -> MessageManager {

@@ -17,7 +17,7 @@ import Glibc
 @Suite(
     "mDNS radio state", .serialized,
     .enabled(if: inTestNetwork && ProcessInfo.processInfo.environment["NEARBY_TEST_AVAHI_CONF"] != nil,
-             "needs scripts/with-test-network.sh (private avahi-daemon)"))
+             "needs scripts/with-test-network.sh (private avahi-daemon)"), .timeLimit(.minutes(5)))
 struct MDNSRecoveryTests {
     static func avahiPID() -> pid_t? {
         guard let text = try? String(contentsOfFile: "/run/avahi-daemon/pid", encoding: .utf8) else { return nil }

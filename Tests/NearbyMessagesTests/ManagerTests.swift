@@ -22,7 +22,7 @@ final class FakeReportSource: AdvertisingReportSource {
     }
 }
 
-@Suite struct BeaconSubscriptionTests {
+@Suite(.timeLimit(.minutes(5))) struct BeaconSubscriptionTests {
     @Test("a beacon subscription over a fake scanner: found with fields and RSSI, lost after it stops")
     func foundAndLost() async throws {
         let source = FakeReportSource()
@@ -110,7 +110,7 @@ final class FakeReportSource: AdvertisingReportSource {
     }
 }
 
-@Suite struct RadioProblemTests {
+@Suite(.timeLimit(.minutes(5))) struct RadioProblemTests {
     @Test("a BLE strategy without an HCI transport fires the Bluetooth handler and fails with bluetoothUnavailable")
     func bluetoothMissing() async throws {
         let problems = LockedValue<[NearbyError]>([])
@@ -177,7 +177,7 @@ final class FakeReportSource: AdvertisingReportSource {
     }
 }
 
-@Suite struct LifetimeTests {
+@Suite(.timeLimit(.minutes(5))) struct LifetimeTests {
     // The TTLs of publications and subscriptions: FoundLostClockTests, on a manual clock.
 
     @Test("iterating a subscription keeps it alive; releasing an unused one stops it")
@@ -203,7 +203,7 @@ final class FakeReportSource: AdvertisingReportSource {
     }
 }
 
-@Suite struct ConsentTests {
+@Suite(.timeLimit(.minutes(5))) struct ConsentTests {
     @Test("the consent file round-trips in a temporary XDG directory, with change handlers")
     func roundTrip() throws {
         let directory = try temporaryDirectory("xdg").appendingPathComponent("swift-nearby")

@@ -28,7 +28,7 @@ final class SwitchableBluetooth: Sendable {
     }
 }
 
-@Suite("Radio-state handlers")
+@Suite("Radio-state handlers", .timeLimit(.minutes(5)))
 struct RadioStateTests {
     @Test("problems are told apart by the system's words: permission, power (rfkill), otherwise unavailable")
     func classification() {

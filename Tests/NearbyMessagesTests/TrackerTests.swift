@@ -3,7 +3,7 @@ import Testing
 
 @testable import NearbyMessages
 
-@Suite struct FoundLostTrackerTests {
+@Suite(.timeLimit(.minutes(5))) struct FoundLostTrackerTests {
     @Test("one message from two publishers is found once and lost when the last one goes")
     func duplicates() {
         var tracker = FoundLostTracker<String, String>(lostAfter: .zero)
@@ -55,7 +55,7 @@ import Testing
     }
 }
 
-@Suite struct BeaconTrackerTests {
+@Suite(.timeLimit(.minutes(5))) struct BeaconTrackerTests {
     let start = Duration.zero
 
     @Test("beacons are found with RSSI, refreshed silently, lost after the unseen time")

@@ -8,7 +8,7 @@ import Testing
 /// scripts/with-test-network.sh), small and large messages.
 @Suite(
     "Discovery modes over Wi-Fi LAN", .serialized,
-    .enabled(if: inTestNetwork, "needs scripts/with-test-network.sh (private avahi-daemon)"))
+    .enabled(if: inTestNetwork, "needs scripts/with-test-network.sh (private avahi-daemon)"), .timeLimit(.minutes(5)))
 struct WiFiLANDiscoveryModeTests {
     @Test("every pairing of modes: found iff one side broadcasts and the other scans")
     func matrix() async throws {

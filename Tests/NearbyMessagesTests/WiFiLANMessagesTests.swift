@@ -11,7 +11,7 @@ import Testing
 /// the private network namespace of scripts/with-test-network.sh.
 @Suite(
     "Nearby Messages over Wi-Fi LAN", .serialized,
-    .enabled(if: inTestNetwork, "needs scripts/with-test-network.sh (private avahi-daemon)"))
+    .enabled(if: inTestNetwork, "needs scripts/with-test-network.sh (private avahi-daemon)"), .timeLimit(.minutes(5)))
 struct WiFiLANMessagesTests {
     static let wifiOnly = MessageStrategy(mediums: .wifiLAN)
 

@@ -7,7 +7,7 @@ import Testing
 
 /// The audio modem through a real sound server: a private PulseAudio daemon with only a null sink; one thread plays
 /// a token into the sink, another records the sink's monitor and decodes it.
-@Suite("PulseAudio round trip", .serialized)
+@Suite("PulseAudio round trip", .serialized, .timeLimit(.minutes(5)))
 struct PulseAudioRoundTripTests {
     @Test("A token played into the null sink is decoded from its monitor", arguments: [false, true])
     func tokenThroughNullSink(withSpeechAndNoise: Bool) async throws {

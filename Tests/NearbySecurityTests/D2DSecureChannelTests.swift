@@ -11,7 +11,7 @@ struct D2DSecureChannelTests {
         return (outcome.client.makeSecureChannel(), outcome.server.makeSecureChannel())
     }
 
-    @Test("Client and server derive mirrored keys")
+    @Test("Client and server derive mirrored keys", .timeLimit(.minutes(5)))
     func mirroredKeys() throws {
         let (client, server) = try channels()
         #expect(client.keys == server.keys)
@@ -19,7 +19,7 @@ struct D2DSecureChannelTests {
         #expect(client.keys.client.encryptionKey != client.keys.client.signingKey)
     }
 
-    @Test("10,000 messages each way decode in order")
+    @Test("10,000 messages each way decode in order", .timeLimit(.minutes(5)))
     func tenThousandEachWay() throws {
         var (client, server) = try channels()
         var generator = SeededGenerator(seed: 42)
@@ -34,7 +34,7 @@ struct D2DSecureChannelTests {
         #expect(server.lastSentSequenceNumber == 10_000)
     }
 
-    @Test("The wire form has the schemes, a 16-byte IV, D2D metadata and sequence number 1 first")
+    @Test("The wire form has the schemes, a 16-byte IV, D2D metadata and sequence number 1 first", .timeLimit(.minutes(5)))
     func wireForm() throws {
         var (client, _) = try channels()
         let bytes = try client.encode([1, 2, 3])
@@ -49,7 +49,7 @@ struct D2DSecureChannelTests {
         #expect(client.lastSentSequenceNumber == 1)
     }
 
-    @Test("A tampered signature, header or body is rejected and the counter stays put")
+    @Test("A tampered signature, header or body is rejected and the counter stays put", .timeLimit(.minutes(5)))
     func tampering() throws {
         var (client, server) = try channels()
         let good = try client.encode(Array("hello".utf8))
@@ -72,7 +72,7 @@ struct D2DSecureChannelTests {
         #expect(try server.decode(good) == Array("hello".utf8))
     }
 
-    @Test("Replayed, skipped and reordered messages are rejected")
+    @Test("Replayed, skipped and reordered messages are rejected", .timeLimit(.minutes(5)))
     func sequenceRules() throws {
         var (client, server) = try channels()
         let first = try client.encode([1])
@@ -90,7 +90,7 @@ struct D2DSecureChannelTests {
         #expect(try server.decode(fourth) == [4])
     }
 
-    @Test("A message signed with the other direction's keys is rejected")
+    @Test("A message signed with the other direction's keys is rejected", .timeLimit(.minutes(5)))
     func wrongDirection() throws {
         var (client, _) = try channels()
         var clientCopy = client
@@ -98,7 +98,7 @@ struct D2DSecureChannelTests {
         #expect(throws: NearbyError.self) { try clientCopy.decode(own) }
     }
 
-    @Test("The channel continues unchanged when moved to a new socket")
+    @Test("The channel continues unchanged when moved to a new socket", .timeLimit(.minutes(5)))
     func survivesMove() throws {
         var (client, server) = try channels()
         for index in 0..<5 { _ = try server.decode(try client.encode([UInt8(index)])) }
@@ -110,7 +110,7 @@ struct D2DSecureChannelTests {
         #expect(try movedClient.decode(try movedServer.encode([43])) == [43])
     }
 
-    @Test("A server and client from separate handshakes cannot talk")
+    @Test("A server and client from separate handshakes cannot talk", .timeLimit(.minutes(5)))
     func separateHandshakes() throws {
         var (client, _) = try channels()
         var (_, otherServer) = try channels()

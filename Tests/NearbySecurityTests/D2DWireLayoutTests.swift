@@ -45,7 +45,7 @@ struct D2DWireLayoutTests {
         return try secure.serializedBytes()
     }
 
-    @Test("Encoding with a fixed IV gives exactly SwiftProtobuf's bytes", arguments: [0, 1, 127, 128, 5_000, 65_536, 1_000_000])
+    @Test("Encoding with a fixed IV gives exactly SwiftProtobuf's bytes", .timeLimit(.minutes(5)), arguments: [0, 1, 127, 128, 5_000, 65_536, 1_000_000])
     func encodeMatchesProtobuf(size: Int) throws {
         var (client, _) = try channels()
         var generator = SeededGenerator(seed: UInt64(size))
@@ -56,7 +56,7 @@ struct D2DWireLayoutTests {
         #expect(ours == expected)
     }
 
-    @Test("Decoding accepts SwiftProtobuf's bytes, also with an unknown field and with reordered fields")
+    @Test("Decoding accepts SwiftProtobuf's bytes, also with an unknown field and with reordered fields", .timeLimit(.minutes(5)))
     func decodeAcceptsProtobufForms() throws {
         var (client, server) = try channels()
         let iv = [UInt8](repeating: 7, count: 16)
@@ -73,7 +73,7 @@ struct D2DWireLayoutTests {
         #expect(server.lastReceivedSequenceNumber == 3)
     }
 
-    @Test("Truncated, oversized-length and wrong-wire-type input is rejected without moving the counter")
+    @Test("Truncated, oversized-length and wrong-wire-type input is rejected without moving the counter", .timeLimit(.minutes(5)))
     func malformedOuterLayers() throws {
         var (client, server) = try channels()
         let good = try client.encode(Array("hello".utf8))

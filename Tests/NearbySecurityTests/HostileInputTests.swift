@@ -6,7 +6,7 @@ import Testing
 
 /// Random and mutated bytes against every security decoder: never a crash, always a `NearbyError`.
 struct HostileInputTests {
-    @Test("UKEY2 server and client reject random bytes with an error")
+    @Test("UKEY2 server and client reject random bytes with an error", .timeLimit(.minutes(5)))
     func ukey2Random() throws {
         var generator = SeededGenerator(seed: 1)
         for _ in 0..<3_000 {
@@ -19,7 +19,7 @@ struct HostileInputTests {
         }
     }
 
-    @Test("UKEY2 survives mutations of valid handshake messages")
+    @Test("UKEY2 survives mutations of valid handshake messages", .timeLimit(.minutes(5)))
     func ukey2Mutations() throws {
         var generator = SeededGenerator(seed: 2)
         let outcome = try HandshakeHarness.run()
@@ -42,7 +42,7 @@ struct HostileInputTests {
         }
     }
 
-    @Test("SecureMessage decoding never accepts altered content and fails with a NearbyError")
+    @Test("SecureMessage decoding never accepts altered content and fails with a NearbyError", .timeLimit(.minutes(5)))
     func secureMessage() throws {
         var generator = SeededGenerator(seed: 3)
         let outcome = try HandshakeHarness.run()

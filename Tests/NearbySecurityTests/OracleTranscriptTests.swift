@@ -43,7 +43,7 @@ struct OracleTranscriptTests {
         return try JSONSerialization.jsonObject(with: output) as? [String: Any] ?? [:]
     }
 
-    @Test("Every derived value equals the independent oracle's")
+    @Test("Every derived value equals the independent oracle's", .timeLimit(.minutes(5)))
     func transcriptMatchesOracle() throws {
         let clientKey = try P256.KeyAgreement.PrivateKey(rawRepresentation: try Hex.decode(Self.clientPrivateKey))
         let serverKey = try P256.KeyAgreement.PrivateKey(rawRepresentation: try Hex.decode(Self.serverPrivateKey))

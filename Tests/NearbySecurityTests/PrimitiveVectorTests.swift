@@ -5,7 +5,7 @@ import Testing
 
 /// Published known-answer vectors for every primitive the protocol uses, and the protocol's own constants.
 struct PrimitiveVectorTests {
-    @Test("HKDF-SHA256 matches RFC 5869 test case 1")
+    @Test("HKDF-SHA256 matches RFC 5869 test case 1", .timeLimit(.minutes(5)))
     func hkdfRFC5869Case1() throws {
         let ikm = [UInt8](repeating: 0x0B, count: 22)
         let salt = try Hex.decode("000102030405060708090a0b0c")
@@ -16,7 +16,7 @@ struct PrimitiveVectorTests {
                 == "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865")
     }
 
-    @Test("HKDF-SHA256 matches RFC 5869 test case 3 (empty salt and info)")
+    @Test("HKDF-SHA256 matches RFC 5869 test case 3 (empty salt and info)", .timeLimit(.minutes(5)))
     func hkdfRFC5869Case3() {
         let ikm = [UInt8](repeating: 0x0B, count: 22)
         let okm = CryptoPrimitives.hkdfSHA256(inputKeyMaterial: ikm, salt: [UInt8](), info: [UInt8](), count: 42)
@@ -25,7 +25,7 @@ struct PrimitiveVectorTests {
                 == "8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d9d201395faa4b61a96c8")
     }
 
-    @Test("HMAC-SHA256 matches RFC 4231 test cases 1 and 2")
+    @Test("HMAC-SHA256 matches RFC 4231 test cases 1 and 2", .timeLimit(.minutes(5)))
     func hmacRFC4231() {
         let case1 = CryptoPrimitives.hmacSHA256(key: [UInt8](repeating: 0x0B, count: 20), Array("Hi There".utf8))
         #expect(Hex.encode(case1) == "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7")
@@ -34,7 +34,7 @@ struct PrimitiveVectorTests {
         #expect(Hex.encode(case2) == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
     }
 
-    @Test("AES-256-CBC matches NIST SP 800-38A F.2.5 and pads with PKCS#7")
+    @Test("AES-256-CBC matches NIST SP 800-38A F.2.5 and pads with PKCS#7", .timeLimit(.minutes(5)))
     func aesCBCNIST() throws {
         let key = SymmetricKey(data: try Hex.decode("603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4"))
         let iv = try Hex.decode("000102030405060708090a0b0c0d0e0f")
@@ -50,7 +50,7 @@ struct PrimitiveVectorTests {
         #expect(try CryptoPrimitives.aesCBCDecrypt(key: key, iv: iv, ciphertext: ciphertext) == plaintext)
     }
 
-    @Test("SHA-256 and SHA-512 of \"abc\" match FIPS 180-2")
+    @Test("SHA-256 and SHA-512 of \"abc\" match FIPS 180-2", .timeLimit(.minutes(5)))
     func shaVectors() {
         #expect(
             Hex.encode(CryptoPrimitives.sha256(Array("abc".utf8)))
@@ -61,7 +61,7 @@ struct PrimitiveVectorTests {
                 + "2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f")
     }
 
-    @Test("The D2D and SecureMessage salts are the protocol's constants")
+    @Test("The D2D and SecureMessage salts are the protocol's constants", .timeLimit(.minutes(5)))
     func protocolSalts() {
         #expect(
             Hex.encode(D2DKeys.d2dSalt).uppercased()
@@ -72,7 +72,7 @@ struct PrimitiveVectorTests {
         #expect(D2DSecureChannel.publicMetadata == [0x08, 0x0D, 0x10, 0x01])
     }
 
-    @Test("Constant-time comparison compares contents and lengths")
+    @Test("Constant-time comparison compares contents and lengths", .timeLimit(.minutes(5)))
     func constantTimeEquals() {
         #expect(CryptoPrimitives.constantTimeEquals([1, 2, 3], [1, 2, 3]))
         #expect(!CryptoPrimitives.constantTimeEquals([1, 2, 3], [1, 2, 4]))

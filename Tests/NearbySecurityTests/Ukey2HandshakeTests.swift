@@ -6,7 +6,7 @@ import SwiftProtobuf
 import Testing
 
 struct Ukey2HandshakeTests {
-    @Test("A full handshake gives both sides the same secrets and codes")
+    @Test("A full handshake gives both sides the same secrets and codes", .timeLimit(.minutes(5)))
     func fullHandshake() throws {
         let outcome = try HandshakeHarness.run()
         #expect(outcome.client.authString == outcome.server.authString)
@@ -19,7 +19,7 @@ struct Ukey2HandshakeTests {
         #expect(outcome.client.serverInit == outcome.server.serverInit)
     }
 
-    @Test("ClientInit carries version 1, a 32-byte random, the P256_SHA512 commitment and the next protocol")
+    @Test("ClientInit carries version 1, a 32-byte random, the P256_SHA512 commitment and the next protocol", .timeLimit(.minutes(5)))
     func clientInitShape() throws {
         var client = Ukey2Client()
         let bytes = try client.start()
@@ -35,7 +35,7 @@ struct Ukey2HandshakeTests {
         #expect(throws: NearbyError.self) { try client.start() }
     }
 
-    @Test("The commitment is SHA-512 of the whole ClientFinished envelope")
+    @Test("The commitment is SHA-512 of the whole ClientFinished envelope", .timeLimit(.minutes(5)))
     func commitmentIsSHA512OfEnvelope() throws {
         let outcome = try HandshakeHarness.run()
         let envelope = try ProtoUkey2Message(serializedBytes: outcome.clientInit)
@@ -43,7 +43,7 @@ struct Ukey2HandshakeTests {
         #expect(Array(clientInit.cipherCommitments[0].commitment) == CryptoPrimitives.sha512(outcome.clientFinished))
     }
 
-    @Test("A ClientFinished that does not match the commitment is rejected without an alert")
+    @Test("A ClientFinished that does not match the commitment is rejected without an alert", .timeLimit(.minutes(5)))
     func wrongCommitment() throws {
         var client = Ukey2Client()
         var server = Ukey2Server()
@@ -60,7 +60,7 @@ struct Ukey2HandshakeTests {
         #expect(failure.error.code == .handshakeFailed)
     }
 
-    @Test("ClientInit rule violations produce the right alert", arguments: [
+    @Test("ClientInit rule violations produce the right alert", .timeLimit(.minutes(5)), arguments: [
         ("version", ProtoUkey2Alert.AlertType.badVersion),
         ("random", .badRandom),
         ("nextProtocol", .badNextProtocol),
@@ -101,7 +101,7 @@ struct Ukey2HandshakeTests {
         #expect(failure.error.code == .handshakeFailed)
     }
 
-    @Test("ServerInit rule violations produce the right alert", arguments: [
+    @Test("ServerInit rule violations produce the right alert", .timeLimit(.minutes(5)), arguments: [
         ("version", ProtoUkey2Alert.AlertType.badVersion),
         ("random", .badRandom),
         ("cipher", .badHandshakeCipher),
@@ -132,7 +132,7 @@ struct Ukey2HandshakeTests {
         #expect(alert.type == expected)
     }
 
-    @Test("A peer's alert ends the handshake with a handshakeAlert error and no reply")
+    @Test("A peer's alert ends the handshake with a handshakeAlert error and no reply", .timeLimit(.minutes(5)))
     func peerAlert() throws {
         var client = Ukey2Client()
         var server = Ukey2Server()
@@ -148,7 +148,7 @@ struct Ukey2HandshakeTests {
         #expect(failure.error.code == .handshakeAlert)
     }
 
-    @Test("Messages out of order are refused")
+    @Test("Messages out of order are refused", .timeLimit(.minutes(5)))
     func outOfOrder() throws {
         var client = Ukey2Client()
         #expect(client.receive([0x08, 0x03]).failure?.error.code == .outOfOrderApiCall)

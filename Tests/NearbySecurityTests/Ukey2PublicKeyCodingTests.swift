@@ -19,7 +19,7 @@ struct Ukey2PublicKeyCodingTests {
         return (Array(raw[0..<32]), Array(raw[32..<64]))
     }
 
-    @Test("Coordinates are written with a 0x00 in front of the minimal magnitude")
+    @Test("Coordinates are written with a 0x00 in front of the minimal magnitude", .timeLimit(.minutes(5)))
     func writesPrefix() throws {
         for _ in 0..<50 {
             let key = P256.KeyAgreement.PrivateKey().publicKey
@@ -33,7 +33,7 @@ struct Ukey2PublicKeyCodingTests {
         }
     }
 
-    @Test("Coordinate lengths follow the 1…33 rule")
+    @Test("Coordinate lengths follow the 1…33 rule", .timeLimit(.minutes(5)))
     func coordinateLengths() throws {
         #expect(try Ukey2PublicKeyCoding.decodeCoordinate([0x05], name: "x") == [UInt8](repeating: 0, count: 31) + [5])
         #expect(try Ukey2PublicKeyCoding.decodeCoordinate([0] + [UInt8](repeating: 0xAB, count: 32), name: "x")
@@ -47,7 +47,7 @@ struct Ukey2PublicKeyCodingTests {
         }
     }
 
-    @Test("A 34-byte coordinate in a real key is rejected")
+    @Test("A 34-byte coordinate in a real key is rejected", .timeLimit(.minutes(5)))
     func rejects34ByteCoordinate() throws {
         let (x, y) = coordinates(P256.KeyAgreement.PrivateKey().publicKey)
         let error = #expect(throws: NearbyError.self) {
@@ -56,7 +56,7 @@ struct Ukey2PublicKeyCodingTests {
         #expect(error?.code == .handshakeFailed)
     }
 
-    @Test("A point off the curve is rejected")
+    @Test("A point off the curve is rejected", .timeLimit(.minutes(5)))
     func rejectsOffCurve() throws {
         let (x, y) = coordinates(P256.KeyAgreement.PrivateKey().publicKey)
         var badY = y
@@ -67,14 +67,14 @@ struct Ukey2PublicKeyCodingTests {
         }
     }
 
-    @Test("Keys of other types and unparseable bytes are rejected")
+    @Test("Keys of other types and unparseable bytes are rejected", .timeLimit(.minutes(5)))
     func rejectsOtherTypes() throws {
         let (x, y) = coordinates(P256.KeyAgreement.PrivateKey().publicKey)
         #expect(throws: NearbyError.self) { try Ukey2PublicKeyCoding.decode(try self.encoded(x: x, y: y, type: .rsa2048)) }
         #expect(throws: NearbyError.self) { try Ukey2PublicKeyCoding.decode([0xFF, 0xFF]) }
     }
 
-    @Test("A 32-byte coordinate with its high bit set and no prefix is read as unsigned")
+    @Test("A 32-byte coordinate with its high bit set and no prefix is read as unsigned", .timeLimit(.minutes(5)))
     func acceptsUnprefixedHighBit() throws {
         let key = P256.KeyAgreement.PrivateKey().publicKey
         let (x, y) = coordinates(key)
@@ -82,7 +82,7 @@ struct Ukey2PublicKeyCodingTests {
         #expect(decoded.rawRepresentation == key.rawRepresentation)
     }
 
-    @Test("A handshake with an off-curve ServerInit key fails with BAD_PUBLIC_KEY")
+    @Test("A handshake with an off-curve ServerInit key fails with BAD_PUBLIC_KEY", .timeLimit(.minutes(5)))
     func handshakeOffCurve() throws {
         var client = Ukey2Client()
         var server = Ukey2Server()

@@ -8,7 +8,7 @@ import Testing
 /// browse streams stay open, and a registration made while it is away is kept and published once it is back. The daemon here is a private one (see
 /// ``PrivateAvahiDaemon``), and the client is a child process (this test binary, running only
 /// ``childLosesAndRegainsTheDaemon()``), because libdbus reads `DBUS_SYSTEM_BUS_ADDRESS` once per process.
-@Suite struct AvahiDaemonDisconnectTests {
+@Suite(.timeLimit(.minutes(5))) struct AvahiDaemonDisconnectTests {
     static let childMarker = "NEARBY_TEST_DISCONNECT_CHILD"
     static let isChild = ProcessInfo.processInfo.environment[childMarker] != nil
 

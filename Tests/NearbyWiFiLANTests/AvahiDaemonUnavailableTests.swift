@@ -6,7 +6,7 @@ import Testing
 /// `AvahiServiceDiscovery()` without a reachable daemon. libdbus reads `DBUS_SYSTEM_BUS_ADDRESS` once per process,
 /// so the check runs in a child process: this test binary again, running only ``childConnectsWithoutDaemon()``,
 /// with the bus address pointing at a socket that does not exist. Nothing is sent on any network.
-@Suite struct AvahiDaemonUnavailableTests {
+@Suite(.timeLimit(.minutes(5))) struct AvahiDaemonUnavailableTests {
     static let childMarker = "NEARBY_TEST_NO_DAEMON_CHILD"
     static let isChild = ProcessInfo.processInfo.environment[childMarker] != nil
 

@@ -6,7 +6,7 @@ import Testing
 
 /// End-to-end tests against a real avahi-daemon; they run only inside the private network namespace of
 /// `scripts/with-test-network.sh`, where avahi-daemon publishes on `lo` (so services resolve to 127.0.0.1).
-@Suite(.enabled(if: isInTestNetwork, "needs the private avahi-daemon of scripts/with-test-network.sh"))
+@Suite(.enabled(if: isInTestNetwork, "needs the private avahi-daemon of scripts/with-test-network.sh"), .timeLimit(.minutes(5)))
 struct AvahiServiceDiscoveryTests {
     @Test func registerAndBrowseInOneProcessFindsTheServiceAndThenLosesIt() async throws {
         let discovery = try AvahiServiceDiscovery()

@@ -13,7 +13,7 @@ struct DNSSDServiceValidationTests {
         }
     }
 
-    @Test func acceptsANearbyService() throws {
+    @Test(.timeLimit(.minutes(5))) func acceptsANearbyService() throws {
         let service = DNSSDService(
             instanceName: "I0FCQ0T8n14AAA", serviceType: "_FC9F5ED42C8A._tcp", port: 1234,
             txt: ["n": [UInt8](repeating: 0x41, count: 175)]
@@ -21,7 +21,7 @@ struct DNSSDServiceValidationTests {
         try service.validate()
     }
 
-    @Test func instanceNameIsOneTo63Bytes() {
+    @Test(.timeLimit(.minutes(5))) func instanceNameIsOneTo63Bytes() {
         let type = "_FC9F5ED42C8A._tcp"
         #expect(code(DNSSDService(instanceName: "", serviceType: type, port: 1)) == .invalidArgument)
         #expect(code(DNSSDService(instanceName: String(repeating: "x", count: 63), serviceType: type, port: 1)) == nil)
@@ -31,26 +31,26 @@ struct DNSSDServiceValidationTests {
         #expect(code(DNSSDService(instanceName: "a\u{0}b", serviceType: type, port: 1)) == .invalidArgument)
     }
 
-    @Test(arguments: ["", "_tcp", "FC9F._tcp", "_FC9F._sctp", "_FC9F._tcp.local", "_a b._tcp", "_._tcp"])
+    @Test(.timeLimit(.minutes(5)), arguments: ["", "_tcp", "FC9F._tcp", "_FC9F._sctp", "_FC9F._tcp.local", "_a b._tcp", "_._tcp"])
     func rejectsMalformedServiceTypes(_ type: String) {
         #expect(code(DNSSDService(instanceName: "x", serviceType: type, port: 1)) == .invalidArgument)
     }
 
-    @Test func txtStringsAreAtMost255Bytes() {
+    @Test(.timeLimit(.minutes(5))) func txtStringsAreAtMost255Bytes() {
         let type = "_FC9F5ED42C8A._tcp"
         // "n=" plus 253 bytes is 255 bytes.
         #expect(code(DNSSDService(instanceName: "x", serviceType: type, port: 1, txt: ["n": .init(repeating: 1, count: 253)])) == nil)
         #expect(code(DNSSDService(instanceName: "x", serviceType: type, port: 1, txt: ["n": .init(repeating: 1, count: 254)])) == .invalidArgument)
     }
 
-    @Test func txtKeysArePrintableASCIIWithoutEquals() {
+    @Test(.timeLimit(.minutes(5))) func txtKeysArePrintableASCIIWithoutEquals() {
         let type = "_FC9F5ED42C8A._tcp"
         for key in ["", "a=b", "é", "tab\t"] {
             #expect(code(DNSSDService(instanceName: "x", serviceType: type, port: 1, txt: [key: []])) == .invalidArgument)
         }
     }
 
-    @Test func txtRecordIsAtMost1300Bytes() {
+    @Test(.timeLimit(.minutes(5))) func txtRecordIsAtMost1300Bytes() {
         let type = "_FC9F5ED42C8A._tcp"
         // Six 251-byte values: 6 × (1 + 2 + 251) = 1524 bytes.
         var txt: [String: [UInt8]] = [:]

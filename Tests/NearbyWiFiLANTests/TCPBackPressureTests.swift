@@ -5,7 +5,7 @@ import NearbyWire
 import Testing
 
 /// Writing much more than the socket buffers hold to a peer that reads slowly.
-@Suite("TCP back-pressure")
+@Suite("TCP back-pressure", .timeLimit(.minutes(5)))
 struct TCPBackPressureTests {
     @Test("200 frames of 1 MiB to a slow reader all arrive intact and in order")
     func slowReaderReceivesEverything() async throws {

@@ -6,7 +6,7 @@ import NearbyWire
 import Testing
 
 /// Framed TCP channels on 127.0.0.1: frames in both directions, framing errors, end of stream and closing.
-@Suite("TCPEndpointChannel")
+@Suite("TCPEndpointChannel", .timeLimit(.minutes(5)))
 struct TCPEndpointChannelTests {
     @Test("a 1 MiB frame and small frames cross in both directions")
     func roundTripBothWays() async throws {

@@ -6,7 +6,7 @@ import NearbyWire
 import Testing
 
 /// Listening and connecting on loopback addresses.
-@Suite("TCPListener and TCPConnector")
+@Suite("TCPListener and TCPConnector", .timeLimit(.minutes(5)))
 struct TCPListenerConnectorTests {
     @Test("connecting to a closed port throws endpointIoError naming the attempt")
     func closedPort() async throws {

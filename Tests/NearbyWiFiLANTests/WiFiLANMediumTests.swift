@@ -6,7 +6,7 @@ import NearbyWire
 import Testing
 
 /// The Wi-Fi LAN medium with a scripted DNS-SD backend, or without one: runs anywhere (TCP on 127.0.0.1 only).
-@Suite("WiFiLANMedium without avahi")
+@Suite("WiFiLANMedium without avahi", .timeLimit(.minutes(5)))
 struct WiFiLANMediumTests {
     private let endpointInfo: [UInt8] = Array("Pixel of Test".utf8) + [0x00, 0xFF, 0x10]
 
@@ -178,7 +178,7 @@ struct WiFiLANMediumTests {
 
 /// The Wi-Fi LAN medium against a real avahi-daemon, inside the private network namespace made by
 /// `scripts/with-test-network.sh` (skipped elsewhere).
-@Suite("WiFiLANMedium with avahi", .enabled(if: wifiLANMediumHasAvahi, "needs scripts/with-test-network.sh"))
+@Suite("WiFiLANMedium with avahi", .enabled(if: wifiLANMediumHasAvahi, "needs scripts/with-test-network.sh"), .timeLimit(.minutes(5)))
 struct WiFiLANMediumAvahiTests {
     private let endpointInfo: [UInt8] = Array("Avahi test device".utf8) + [0x01, 0x80]
 

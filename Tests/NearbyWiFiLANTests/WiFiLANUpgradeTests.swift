@@ -6,7 +6,7 @@ import Testing
 @testable import NearbyWiFiLAN
 
 /// Wi-Fi LAN as a bandwidth upgrade target: which addresses are offered and how an offered path is reached.
-@Suite("Wi-Fi LAN upgrade listener and connector")
+@Suite("Wi-Fi LAN upgrade listener and connector", .timeLimit(.minutes(5)))
 struct WiFiLANUpgradeTests {
     @Test("Address literals convert to and from their bytes")
     func addressText() {

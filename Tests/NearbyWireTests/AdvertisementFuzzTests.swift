@@ -4,7 +4,7 @@ import Testing
 
 /// Hostile-input tests: every decoder must either decode or throw a `NearbyError` with its documented code,
 /// whatever bytes or text it is fed, and whatever it decodes must re-encode to something that decodes the same.
-@Suite("Advertisement decoders under hostile input")
+@Suite("Advertisement decoders under hostile input", .timeLimit(.minutes(5)))
 struct AdvertisementFuzzTests {
     static let randomInputCount = 10_000
     static let maxRandomLength = 600

@@ -2,7 +2,7 @@ import NearbyTestSupport
 import NearbyWire
 import Testing
 
-@Suite("MurmurHash3_x64_128")
+@Suite("MurmurHash3_x64_128", .timeLimit(.minutes(5)))
 struct MurmurHash3Tests {
     // Published vectors (SMHasher-compatible implementations), hex of h1 then h2, each little-endian.
     @Test("published vectors", arguments: [
@@ -29,7 +29,7 @@ struct MurmurHash3Tests {
     }
 }
 
-@Suite("BLE service-ID Bloom filter and advertisement header")
+@Suite("BLE service-ID Bloom filter and advertisement header", .timeLimit(.minutes(5)))
 struct BleAdvertisementHeaderTests {
     @Test("Bloom filter known answers (computed independently in Python)")
     func bloomFilterVectors() throws {

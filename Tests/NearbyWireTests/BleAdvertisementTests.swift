@@ -2,7 +2,7 @@ import NearbyTestSupport
 import NearbyWire
 import Testing
 
-@Suite("BLE Connections advertisement")
+@Suite("BLE Connections advertisement", .timeLimit(.minutes(5)))
 struct BleConnectionsAdvertisementTests {
     let hash: [UInt8] = [0xFC, 0x9F, 0x5E]
 
@@ -132,7 +132,7 @@ struct BleConnectionsAdvertisementTests {
     }
 }
 
-@Suite("BLE medium advertisement and device token")
+@Suite("BLE medium advertisement and device token", .timeLimit(.minutes(5)))
 struct BleMediumAdvertisementTests {
     let hash: [UInt8] = [0xFC, 0x9F, 0x5E]
     let token: [UInt8] = [0x59, 0x94]

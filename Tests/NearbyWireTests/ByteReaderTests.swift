@@ -1,7 +1,7 @@
 import NearbyWire
 import Testing
 
-@Suite("ByteReader: the one bounds-checked reader of advertisements, HCI/L2CAP packets and message envelopes")
+@Suite("ByteReader: the one bounds-checked reader of advertisements, HCI/L2CAP packets and message envelopes", .timeLimit(.minutes(5)))
 struct ByteReaderTests {
     @Test("reads bytes and integers in the byte order each method names")
     func readsInOrder() throws {

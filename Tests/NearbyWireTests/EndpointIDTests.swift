@@ -2,7 +2,7 @@ import NearbyTestSupport
 import NearbyWire
 import Testing
 
-@Suite("EndpointID")
+@Suite("EndpointID", .timeLimit(.minutes(5)))
 struct EndpointIDTests {
     @Test("alphabet is A–Z, then 1–9, then 0")
     func alphabet() {

@@ -3,7 +3,7 @@ import Testing
 @testable import NearbyWire
 
 /// Inputs that crashed a libFuzzer target (scripts/fuzz.sh, docs/FUZZING.md), kept so they stay fixed.
-@Suite("Fuzz regressions (wire)")
+@Suite("Fuzz regressions (wire)", .timeLimit(.minutes(5)))
 struct FuzzRegressionTests {
     /// offline-frame target, first run: `isRefusedUpgradeAddress` indexed `address[15]` of an empty array and
     /// trapped. An address that is neither 4 nor 16 bytes is now refused instead.

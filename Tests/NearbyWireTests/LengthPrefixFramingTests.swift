@@ -5,7 +5,7 @@ import NearbyWire
 import Testing
 
 struct LengthPrefixFramingTests {
-    @Test("A frame is its big-endian length followed by the body")
+    @Test("A frame is its big-endian length followed by the body", .timeLimit(.minutes(5)))
     func framesBody() throws {
         #expect(try LengthPrefixFraming.frame([0xAA, 0xBB]) == [0, 0, 0, 2, 0xAA, 0xBB])
         #expect(try LengthPrefixFraming.frame([UInt8]()) == [0, 0, 0, 0])
@@ -13,7 +13,7 @@ struct LengthPrefixFramingTests {
         #expect(Array(try LengthPrefixFraming.frame(big).prefix(4)) == [0, 1, 0x11, 0x70])
     }
 
-    @Test("Lengths below zero or above 1 MiB are errors", arguments: [
+    @Test("Lengths below zero or above 1 MiB are errors", .timeLimit(.minutes(5)), arguments: [
         [UInt8]([0x80, 0, 0, 0]), [0xFF, 0xFF, 0xFF, 0xFF], [0x7F, 0xFF, 0xFF, 0xFF], [0, 0x10, 0, 1],
     ])
     func rejectsBadLengths(prefix: [UInt8]) {
@@ -21,7 +21,7 @@ struct LengthPrefixFramingTests {
         #expect(error?.code == .invalidFraming)
     }
 
-    @Test("Exactly 1 MiB is accepted; one more byte is refused when writing")
+    @Test("Exactly 1 MiB is accepted; one more byte is refused when writing", .timeLimit(.minutes(5)))
     func maximum() throws {
         #expect(try LengthPrefixFraming.decodeLength([0, 0x10, 0, 0]) == 1_048_576)
         #expect(throws: NearbyError.self) {
@@ -29,7 +29,7 @@ struct LengthPrefixFramingTests {
         }
     }
 
-    @Test("The incremental reader reassembles frames fed one byte at a time")
+    @Test("The incremental reader reassembles frames fed one byte at a time", .timeLimit(.minutes(5)))
     func incrementalByteAtATime() throws {
         let bodies: [[UInt8]] = [[1, 2, 3], [], Array(repeating: 7, count: 1000), [9]]
         let stream = try bodies.flatMap { try LengthPrefixFraming.frame($0) }
@@ -43,14 +43,14 @@ struct LengthPrefixFramingTests {
         #expect(reader.isAtFrameBoundary)
     }
 
-    @Test("The incremental reader reports a 2 GiB prefix as soon as it arrives")
+    @Test("The incremental reader reports a 2 GiB prefix as soon as it arrives", .timeLimit(.minutes(5)))
     func incrementalHostilePrefix() {
         var reader = IncrementalFrameReader()
         reader.append([0x7F, 0xFF, 0xFF, 0xFF, 1, 2, 3])
         #expect(throws: NearbyError.self) { try reader.nextFrame() }
     }
 
-    @Test("The pure splitter takes one frame off the front")
+    @Test("The pure splitter takes one frame off the front", .timeLimit(.minutes(5)))
     func split() throws {
         let bytes = try LengthPrefixFraming.frame([1, 2]) + [0, 0]
         let result = try #require(try LengthPrefixFraming.split(bytes))
@@ -59,7 +59,7 @@ struct LengthPrefixFramingTests {
         #expect(try LengthPrefixFraming.split([0, 0, 0, 5, 1]) == nil)
     }
 
-    @Test("The NIO decoder emits one body per frame, across arbitrary read boundaries")
+    @Test("The NIO decoder emits one body per frame, across arbitrary read boundaries", .timeLimit(.minutes(5)))
     func nioDecoder() throws {
         let channel = EmbeddedChannel(handler: ByteToMessageHandler(LengthPrefixedFrameDecoder()))
         let bodies: [[UInt8]] = [[1], Array(repeating: 2, count: 300), [], [3, 3, 3]]
@@ -78,7 +78,7 @@ struct LengthPrefixFramingTests {
         #expect(try channel.finish().isClean)
     }
 
-    @Test("The NIO decoder rejects a 2 GiB length prefix without buffering it")
+    @Test("The NIO decoder rejects a 2 GiB length prefix without buffering it", .timeLimit(.minutes(5)))
     func nioHostileLength() throws {
         let channel = EmbeddedChannel(handler: ByteToMessageHandler(LengthPrefixedFrameDecoder()))
         #expect(throws: NearbyError.self) {
@@ -87,14 +87,14 @@ struct LengthPrefixFramingTests {
         _ = try? channel.finish()
     }
 
-    @Test("The NIO decoder reports a stream that ends inside a frame")
+    @Test("The NIO decoder reports a stream that ends inside a frame", .timeLimit(.minutes(5)))
     func nioTruncated() throws {
         let channel = EmbeddedChannel(handler: ByteToMessageHandler(LengthPrefixedFrameDecoder()))
         try channel.writeInbound(ByteBuffer(bytes: [0, 0, 0, 10, 1, 2, 3]))
         #expect(throws: NearbyError.self) { try channel.finish() }
     }
 
-    @Test("The NIO encoder writes the prefix and refuses oversize bodies")
+    @Test("The NIO encoder writes the prefix and refuses oversize bodies", .timeLimit(.minutes(5)))
     func nioEncoder() throws {
         let channel = EmbeddedChannel(handler: MessageToByteHandler(LengthPrefixedFrameEncoder()))
         try channel.writeOutbound(ByteBuffer(bytes: [5, 6, 7]))
@@ -106,7 +106,7 @@ struct LengthPrefixFramingTests {
         _ = try? channel.finish()
     }
 
-    @Test("The NIO frame writer sends the prefix then the body itself, and refuses oversize bodies")
+    @Test("The NIO frame writer sends the prefix then the body itself, and refuses oversize bodies", .timeLimit(.minutes(5)))
     func nioFrameWriter() throws {
         let channel = EmbeddedChannel(handler: LengthPrefixedFrameWriter())
         try channel.writeOutbound(ByteBuffer(bytes: [5, 6, 7]))
@@ -120,7 +120,7 @@ struct LengthPrefixFramingTests {
         _ = try? channel.finish()
     }
 
-    @Test("Random byte streams never crash the decoders")
+    @Test("Random byte streams never crash the decoders", .timeLimit(.minutes(5)))
     func randomStreams() throws {
         var generator = SeededGenerator(seed: 11)
         for _ in 0..<2_000 {

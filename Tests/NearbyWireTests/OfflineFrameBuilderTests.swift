@@ -8,7 +8,7 @@ struct OfflineFrameBuilderTests {
         try OfflineFrameParser.parse(OfflineFrames.serialize(frame))
     }
 
-    @Test("A connection request carries the endpoint info twice, the nonce and explicit mediums")
+    @Test("A connection request carries the endpoint info twice, the nonce and explicit mediums", .timeLimit(.minutes(5)))
     func connectionRequest() throws {
         let info: [UInt8] = [0xFF, 0x00, 0x80]  // not UTF-8: field 2 must be bytes
         let frame = OfflineFrames.connectionRequest(.init(
@@ -27,14 +27,14 @@ struct OfflineFrameBuilderTests {
         #expect(request.mediumMetadata.apFrequency == -1)
     }
 
-    @Test("Zero keep-alive values are left out of the request")
+    @Test("Zero keep-alive values are left out of the request", .timeLimit(.minutes(5)))
     func requestWithoutKeepAlive() throws {
         let frame = OfflineFrames.connectionRequest(.init(endpointID: "ABCD", endpointInfo: [1], nonce: 1, mediums: []))
         #expect(!frame.v1.connectionRequest.hasKeepAliveIntervalMillis)
         #expect(!frame.v1.connectionRequest.hasKeepAliveTimeoutMillis)
     }
 
-    @Test("Mediums are written unpacked, as reference peers do, and read packed or unpacked")
+    @Test("Mediums are written unpacked, as reference peers do, and read packed or unpacked", .timeLimit(.minutes(5)))
     func unpackedMediums() throws {
         let frame = OfflineFrames.connectionRequest(
             .init(endpointID: "ABCD", endpointInfo: [1], nonce: 1, mediums: [.wifiLan, .ble]))
@@ -47,7 +47,7 @@ struct OfflineFrameBuilderTests {
         #expect(packed.endpointID == "A")
     }
 
-    @Test("Responses set both the legacy status and the response enum")
+    @Test("Responses set both the legacy status and the response enum", .timeLimit(.minutes(5)))
     func responses() throws {
         let accept = OfflineFrames.connectionResponse(accept: true).v1.connectionResponse
         #expect(accept.status == 0 && accept.response == .accept && accept.safeToDisconnectVersion == 0)
@@ -56,7 +56,7 @@ struct OfflineFrameBuilderTests {
         #expect(reject.status == 9 && reject.response == .reject)
     }
 
-    @Test("Data and last chunks pass validation; the last chunk has no body")
+    @Test("Data and last chunks pass validation; the last chunk has no body", .timeLimit(.minutes(5)))
     func payloadChunks() throws {
         let header = OfflineFrames.payloadHeader(id: 77, type: .bytes, totalSize: 3)
         let data = OfflineFrames.payloadData(header: header, offset: 0, body: Data([1, 2, 3]), index: 0, isLast: false)
@@ -68,7 +68,7 @@ struct OfflineFrameBuilderTests {
         #expect(!final.payloadChunk.hasBody && final.payloadChunk.flags == 1 && final.payloadChunk.index == 1)
     }
 
-    @Test("Control, keep-alive and disconnection frames round-trip")
+    @Test("Control, keep-alive and disconnection frames round-trip", .timeLimit(.minutes(5)))
     func otherFrames() throws {
         let header = OfflineFrames.payloadHeader(id: 5, type: .file, totalSize: 100, fileName: "a.txt")
         guard case .payloadTransfer(let control) = try roundTrip(
@@ -84,7 +84,7 @@ struct OfflineFrameBuilderTests {
         #expect(bye.hasRequestSafeToDisconnect && !bye.requestSafeToDisconnect && !bye.ackSafeToDisconnect)
     }
 
-    @Test("Bandwidth upgrade frames are well formed")
+    @Test("Bandwidth upgrade frames are well formed", .timeLimit(.minutes(5)))
     func bandwidthUpgrade() throws {
         let offer = OfflineFrames.upgradePathAvailableWifiLan(
             addresses: [[10, 0, 0, 2], [0x20, 0x01] + [UInt8](repeating: 0, count: 13) + [1]], port: 4000)

@@ -23,7 +23,7 @@ struct OfflineFrameValidatorTests {
         OfflineFrames.payloadData(header: header, offset: offset, body: body, index: 0, isLast: last)
     }
 
-    @Test("Frames without V1 or without a type are invalid")
+    @Test("Frames without V1 or without a type are invalid", .timeLimit(.minutes(5)))
     func envelope() throws {
         var frame = OfflineFrames.keepAlive(ack: false, sequenceNumber: 1)
         frame.version = .unknownVersion
@@ -36,19 +36,19 @@ struct OfflineFrameValidatorTests {
         expectInvalid(missing)
     }
 
-    @Test("Bytes that are not a protobuf are malformed, not invalid")
+    @Test("Bytes that are not a protobuf are malformed, not invalid", .timeLimit(.minutes(5)))
     func malformed() {
         let error = #expect(throws: NearbyError.self) { try OfflineFrameParser.parse([0xFF, 0xFF, 0xFF]) }
         #expect(error?.code == .malformedMessage)
     }
 
-    @Test("A connection request needs an endpoint ID and a name")
+    @Test("A connection request needs an endpoint ID and a name", .timeLimit(.minutes(5)))
     func connectionRequestRules() {
         expectInvalid(OfflineFrames.connectionRequest(.init(endpointID: "", endpointInfo: [1], nonce: 0, mediums: [])))
         expectInvalid(OfflineFrames.connectionRequest(.init(endpointID: "ABCD", endpointInfo: [], nonce: 0, mediums: [])))
     }
 
-    @Test("Payload transfer header and size rules")
+    @Test("Payload transfer header and size rules", .timeLimit(.minutes(5)))
     func headerRules() {
         var noHeader = data(OfflineFrames.payloadHeader(id: 1, type: .bytes, totalSize: 1))
         noHeader.v1.payloadTransfer.clearPayloadHeader()
@@ -69,7 +69,7 @@ struct OfflineFrameValidatorTests {
         #expect(throws: Never.self) { try OfflineFrameParser.parse(OfflineFrames.serialize(ackFrame)) }
     }
 
-    @Test("File names with separators, colons or NUL and parent folders with .. are invalid", arguments: [
+    @Test("File names with separators, colons or NUL and parent folders with .. are invalid", .timeLimit(.minutes(5)), arguments: [
         ("a/b", ""), ("a\\b", ""), ("c:x", ""), ("nul\u{0}x", ""), ("ok.txt", "../up"), ("ok.txt", "d:"),
         ("ok.txt", "x\u{0}"),
         // A combining mark makes "/\u{301}" (or ".\u{301}") one Character; the bytes still hold "/" (or "..").
@@ -81,14 +81,14 @@ struct OfflineFrameValidatorTests {
         expectInvalid(data(header))
     }
 
-    @Test("Legal file names and nested parent folders pass")
+    @Test("Legal file names and nested parent folders pass", .timeLimit(.minutes(5)))
     func legalFileNames() throws {
         let header = OfflineFrames.payloadHeader(
             id: 1, type: .file, totalSize: 10, fileName: "photo 1.jpg", parentFolder: "trip/day.1")
         #expect(throws: Never.self) { try OfflineFrameParser.parse(OfflineFrames.serialize(self.data(header))) }
     }
 
-    @Test("Data chunk rules: flags, body, offset in range")
+    @Test("Data chunk rules: flags, body, offset in range", .timeLimit(.minutes(5)))
     func dataChunkRules() {
         let header = OfflineFrames.payloadHeader(id: 1, type: .bytes, totalSize: 10)
         var noFlags = data(header)
@@ -108,7 +108,7 @@ struct OfflineFrameValidatorTests {
         expectInvalid(noType)
     }
 
-    @Test("Control message rules: present, offset in range")
+    @Test("Control message rules: present, offset in range", .timeLimit(.minutes(5)))
     func controlRules() {
         let header = OfflineFrames.payloadHeader(id: 1, type: .file, totalSize: 10)
         expectInvalid(OfflineFrames.payloadControl(header: header, event: .payloadCanceled, offset: 11))
@@ -118,7 +118,7 @@ struct OfflineFrameValidatorTests {
         expectInvalid(missing)
     }
 
-    @Test("Wi-Fi LAN upgrade paths need a usable, non-loopback address")
+    @Test("Wi-Fi LAN upgrade paths need a usable, non-loopback address", .timeLimit(.minutes(5)))
     func wifiLanUpgrade() throws {
         expectInvalid(OfflineFrames.upgradePathAvailableWifiLan(addresses: [], port: 1000))
         expectInvalid(OfflineFrames.upgradePathAvailableWifiLan(addresses: [[127, 0, 0, 1]], port: 1000))
@@ -133,7 +133,7 @@ struct OfflineFrameValidatorTests {
         }
     }
 
-    @Test("Other upgrade mediums need their credentials")
+    @Test("Other upgrade mediums need their credentials", .timeLimit(.minutes(5)))
     func otherUpgradeMediums() {
         func offer(_ fill: (inout ProtoBandwidthUpgradeNegotiationFrame.UpgradePathInfo) -> Void) -> ProtoOfflineFrame {
             var frame = OfflineFrames.upgradePathAvailableWifiLan(addresses: [[10, 0, 0, 1]], port: 1)
@@ -174,7 +174,7 @@ struct OfflineFrameValidatorTests {
         #expect(throws: Never.self) { try OfflineFrameParser.parse(OfflineFrames.serialize(validDirect)) }
     }
 
-    @Test("A client introduction needs an endpoint ID")
+    @Test("A client introduction needs an endpoint ID", .timeLimit(.minutes(5)))
     func clientIntroduction() {
         var frame = OfflineFrames.clientIntroduction(endpointID: "ABCD")
         frame.v1.bandwidthUpgradeNegotiation.clientIntroduction.clearEndpointID()
@@ -184,7 +184,7 @@ struct OfflineFrameValidatorTests {
         expectInvalid(noEvent)
     }
 
-    @Test("Random and mutated frames never crash the parser and fail with a NearbyError")
+    @Test("Random and mutated frames never crash the parser and fail with a NearbyError", .timeLimit(.minutes(5)))
     func hostileFrames() throws {
         var generator = SeededGenerator(seed: 5)
         let samples: [[UInt8]] = [

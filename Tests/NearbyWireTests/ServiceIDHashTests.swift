@@ -1,7 +1,7 @@
 import NearbyWire
 import Testing
 
-@Suite("SHA-256 and service-ID hashes")
+@Suite("SHA-256 and service-ID hashes", .timeLimit(.minutes(5)))
 struct ServiceIDHashTests {
     @Test("FIPS 180-4 vectors", arguments: [
         ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),

@@ -3,7 +3,7 @@ import NearbyWire
 import Testing
 
 /// Which addresses a bandwidth upgrade path may send us to, byte vector by byte vector.
-@Suite("Upgrade address rules")
+@Suite("Upgrade address rules", .timeLimit(.minutes(5)))
 struct UpgradeAddressRulesTests {
     typealias Refusal = UpgradeAddressRules.Refusal
 

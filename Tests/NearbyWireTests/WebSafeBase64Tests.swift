@@ -2,7 +2,7 @@ import NearbyTestSupport
 import NearbyWire
 import Testing
 
-@Suite("URL-safe base64")
+@Suite("URL-safe base64", .timeLimit(.minutes(5)))
 struct WebSafeBase64Tests {
     @Test("RFC 4648 vectors, without padding", arguments: [
         ("", ""), ("f", "Zg"), ("fo", "Zm8"), ("foo", "Zm9v"), ("foob", "Zm9vYg"), ("fooba", "Zm9vYmE"),

@@ -1,7 +1,7 @@
 import NearbyWire
 import Testing
 
-@Suite("Wi-Fi LAN service name and TXT record")
+@Suite("Wi-Fi LAN service name and TXT record", .timeLimit(.minutes(5)))
 struct WifiLanServiceInfoTests {
     @Test("Quick Share vector: PCP 3 + ABCD + NearbySharing → I0FCQ0T8n14AAA")
     func quickShareVector() throws {

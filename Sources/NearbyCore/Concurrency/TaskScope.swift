@@ -8,7 +8,9 @@ import Foundation
 /// of them ended, and ``cancel()`` (safe in `deinit`: it starts nothing) cancels them without waiting. After either,
 /// ``spawn(_:)`` runs nothing and returns `false`. docs/ARCHITECTURE.md ("Who owns which tasks") lists the scopes.
 ///
-/// A child that must be stopped on its own is started with ``spawnCancellable(_:)``.
+/// A child that must be stopped on its own is started with ``spawnCancellable(_:)``. ``waitUntilIdle()`` waits for
+/// the children running now without closing the scope. A scope released by its owner closes itself: its root ends
+/// once the children still running have.
 package final class TaskScope: Sendable {
     private let jobs = JobQueue()
     /// The root: this scope owns it and awaits it in ``shutdown()``; it ends once the scope is closed and every
@@ -21,10 +23,19 @@ package final class TaskScope: Sendable {
         root = Task {  // Owner: this scope (`shutdown()` awaits it; `cancel()` ends it).
             await withDiscardingTaskGroup { group in
                 while let batch = await jobs.next() {
-                    for body in batch { group.addTask { await body() } }
+                    for body in batch {
+                        group.addTask {
+                            await body()
+                            jobs.childEnded()
+                        }
+                    }
                 }
             }
         }
+    }
+
+    deinit {
+        jobs.close()
     }
 
     /// Runs `body` as a child of this scope; `false` (and `body` never runs) once the scope is shut down. A
@@ -72,6 +83,14 @@ package final class TaskScope: Sendable {
 
     /// Whether ``shutdown()``, ``drain()`` or ``cancel()`` was called.
     package var isClosed: Bool { jobs.isClosed }
+
+    /// How many children were spawned and have not ended.
+    package var runningCount: Int { jobs.runningCount }
+
+    /// Returns once no child is running (children spawned meanwhile are waited for too); the scope stays open.
+    package func waitUntilIdle() async {
+        await jobs.waitUntilIdle()
+    }
 }
 
 /// The bodies spawned and not yet started, handed to the root task in batches.
@@ -82,16 +101,43 @@ private final class JobQueue: Sendable {
         var pending: [Body] = []
         var closed = false
         var waiter: CheckedContinuation<[Body]?, Never>?
+        /// Bodies added and not yet ended.
+        var running = 0
+        var idleWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     private let state = LockedValue(State())
 
     var isClosed: Bool { state.withLock { $0.closed } }
+    var runningCount: Int { state.withLock { $0.running } }
+
+    /// A child's body returned.
+    func childEnded() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.running -= 1
+            guard state.running == 0 else { return [] }
+            defer { state.idleWaiters = [] }
+            return state.idleWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func waitUntilIdle() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let idle = state.withLock { state -> Bool in
+                guard state.running > 0 else { return true }
+                state.idleWaiters.append(continuation)
+                return false
+            }
+            if idle { continuation.resume() }
+        }
+    }
 
     /// Queues `body`; `false` once closed.
     func add(_ body: @escaping Body) -> Bool {
         let (added, wake) = state.withLock { state -> (Bool, CheckedContinuation<[Body]?, Never>?) in
             guard !state.closed else { return (false, nil) }
+            state.running += 1
             guard let waiter = state.waiter else {
                 state.pending.append(body)
                 return (true, nil)

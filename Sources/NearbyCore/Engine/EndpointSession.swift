@@ -58,6 +58,8 @@ public actor EndpointSession {
     nonisolated let hasEnded = LockedValue(false)
     var ended = false
     var writerTask: Task<(any Error)?, Never>?
+    /// Signalled when ``run()`` returns.
+    private nonisolated let runFinished = CompletionSignal()
     var closeTask: Task<Void, Never>?
     let timeouts: Timeouts
     let admission: Admission?
@@ -142,6 +144,7 @@ public actor EndpointSession {
 
     /// Runs the session until the connection ends.
     public func run() async {
+        defer { runFinished.signal() }
         // Ended before it ran (an outgoing request that lost the tie-break at once): its channel is closed already.
         guard !ended else { return }
         let writer = self.writer
@@ -169,6 +172,11 @@ public actor EndpointSession {
                 await end(Self.nearbyError(error, "reading from the peer failed"))
             }
         }
+    }
+
+    /// Returns once ``run()`` has returned.
+    package nonisolated func runEnded() async {
+        await runFinished.wait()
     }
 
     /// Our app's decision on the pending connection.

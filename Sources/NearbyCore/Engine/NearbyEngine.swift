@@ -21,7 +21,7 @@ package actor NearbyEngine {
     private let continuation: AsyncStream<EngineEvent>.Continuation
     private var advertising: [any AdvertisingSession] = []
     private var advertisedInfo: [UInt8] = []
-    private var discoveryTasks: [Task<Void, Never>] = []
+    private var discoveryTasks: [ChildTask] = []
     private var discovered: [String: DiscoveredEndpoint] = [:]
     private var sessions: [ObjectIdentifier: EndpointSession] = [:]
     private var byEndpoint: [String: EndpointSession] = [:]
@@ -33,6 +33,11 @@ package actor NearbyEngine {
     private let overflow: EventOverflowWarning
     /// The configuration's clock, wrapped once so that every session counts from the same start.
     private let clock: NearbyClock
+    /// Owns every task the engine starts: sessions' run loops, accepted channels being set up, discoveries, and the
+    /// supervisor that shuts the engine down once it is ``release()``d. ``shutdown()`` returns once they ended.
+    package nonisolated let tasks = TaskScope()
+    /// Signalled by ``release()``.
+    private nonisolated let released = CompletionSignal()
 
     /// Creates an engine over `mediums` (in priority order).
     package init(configuration: EngineConfiguration, mediums: [any MediumDriver], localEndpointID: String? = nil) {
@@ -50,6 +55,20 @@ package actor NearbyEngine {
         let stale = PartialFiles.removeStale(in: configuration.receiveDirectory)
         if stale > 0 { logger.info("removed stale partial files of a crashed run", metadata: ["count": "\(stale)"]) }
         overflow = EventOverflowWarning(logger: logger, what: "engine events", limit: configuration.limits.maxBufferedEvents)
+        // The supervisor: once the owner lets go (`release()`, from a `ConnectionManager`'s deinit, which must not
+        // start tasks), it shuts the engine down and closes the scope; it holds the engine until then.
+        let released = self.released
+        tasks.spawn { [self] in
+            await released.wait()
+            await shutdown()
+            tasks.cancel()
+        }
+    }
+
+    /// The owner is done with this engine (its `deinit` calls this; it starts nothing): the engine's supervisor
+    /// task shuts everything down (``shutdown()``) and ends every task of the engine.
+    package nonisolated func release() {
+        released.signal()
     }
 
     // MARK: - Advertising
@@ -69,9 +88,17 @@ package actor NearbyEngine {
         var failures: [any Error] = []
         for medium in selected(only) {
             do {
-                let session = try await medium.startAdvertising(request) { [weak self] channel in
-                    guard let self else { Task { await channel.close() }; return }
-                    Task { await self.accept(channel) }
+                let session = try await medium.startAdvertising(request) { [weak self, tasks] channel in
+                    let taken = tasks.spawn { [weak self] in
+                        guard let self else {
+                            await channel.close()
+                            return
+                        }
+                        await self.accept(channel)
+                    }
+                    // The engine is shut down: nothing takes the channel. Owner: none is needed; it ends once the
+                    // channel is closed.
+                    if !taken { Task { await channel.close() } }
                 }
                 advertising.append(session)
                 logger.info("advertising", metadata: ["medium": "\(medium.kind)", "name": "\(session.advertisedName)"])
@@ -101,7 +128,7 @@ package actor NearbyEngine {
         for medium in selected(only) {
             let stream = medium.discover(serviceID: configuration.serviceID, pcp: configuration.strategy.pcp)
             let kind = medium.kind
-            discoveryTasks.append(Task { [weak self] in
+            let discovering = tasks.spawnCancellable { [weak self] in
                 do {
                     for try await event in stream {
                         await self?.discovery(event)
@@ -110,7 +137,8 @@ package actor NearbyEngine {
                     let nearby = (error as? NearbyError) ?? NearbyError(.mediumUnavailable, "discovery failed", cause: error)
                     await self?.emit(.discoveryFailed(kind, nearby))
                 }
-            })
+            }
+            if let discovering { discoveryTasks.append(discovering) }
         }
     }
 
@@ -185,7 +213,7 @@ package actor NearbyEngine {
         // Registered before the next suspension, so a request from the same endpoint meanwhile meets the tie-break.
         register(session, endpointID: alias)
         await session.setPeerEndpointID(alias)
-        Task { await session.run() }
+        start(session)
         return alias
     }
 
@@ -233,7 +261,8 @@ package actor NearbyEngine {
     package var openSessionCount: Int { sessions.count }
 
     /// Stops everything: advertising, discovery and every connection. Connections are closed in parallel, each
-    /// within ``EndpointSession/disconnectReturnBound``, so peers that stopped reading cannot hold it up.
+    /// within ``EndpointSession/disconnectReturnBound``, so peers that stopped reading cannot hold it up. Returns
+    /// once the sessions' run loops have ended too (the engine can be used again afterwards).
     package func shutdown() async {
         stopDiscovery()
         await stopAdvertising()
@@ -241,6 +270,7 @@ package actor NearbyEngine {
         await withTaskGroup(of: Void.self) { group in
             for session in all { group.addTask { await session.disconnect() } }
         }
+        for session in all { await session.runEnded() }
     }
 
     // MARK: - Internals
@@ -249,13 +279,24 @@ package actor NearbyEngine {
         if let refusal = capacityRefusal() {
             logger.notice("refusing an incoming connection", metadata: [
                 "medium": "\(channel.medium)", "peer": "\(channel.peerDescription)", "reason": "\(refusal)"])
-            Task { await channel.close() }
+            tasks.spawn { await channel.close() }
             return
         }
         let machine = ConnectionStateMachine.incoming(local: localDescription(advertisedInfo), medium: channel.medium)
         let session = makeSession(channel: channel, machine: machine, keepAlive: configuration.keepAlive)
         sessions[ObjectIdentifier(session)] = session
-        Task { await session.run() }
+        start(session)
+    }
+
+    /// Runs `session` in a task of the engine's scope.
+    private func start(_ session: EndpointSession) {
+        let started = tasks.spawn { await session.run() }
+        if !started {
+            // The engine is shut down for good: forget the session and close its channel instead of running it.
+            // Owner: none is needed; it ends once the channel is closed (within the disconnect bound).
+            sessions[ObjectIdentifier(session)] = nil
+            Task { await session.disconnect() }
+        }
     }
 
     /// Why a new incoming connection cannot be taken now (``ResourceLimits/maxEndpoints`` and
@@ -288,9 +329,8 @@ package actor NearbyEngine {
                 // Yielded synchronously so events keep the order the session reports them in.
                 overflow.check(continuation.yield(.endpoint(event)))
             },
-            onEnd: { [weak self] session in
-                guard let self else { return }
-                Task { await self.remove(session) }
+            onEnd: { [weak self, tasks] session in
+                tasks.spawn { [weak self] in await self?.remove(session) }
             })
     }
 
