@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "NearbyConnections", targets: ["NearbyConnections"]),
         .library(name: "NearbyMessages", targets: ["NearbyMessages"]),
         .library(name: "NearbyMessagesService", targets: ["NearbyMessagesService"]),
+        .library(name: "NearbyQuickShare", targets: ["NearbyQuickShare"]),
         .library(name: "NearbyTesting", targets: ["NearbyTesting"]),
         .executable(name: "nearby", targets: ["nearby"]),
         .executable(name: "nearby-bench", targets: ["nearby-bench"]),
@@ -147,6 +148,26 @@ let package = Package(
                 "NearbyTesting", "NearbyTestSupport", "NearbyBlueZ", .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Quick Share (formerly Nearby Share) on Nearby Connections (docs/QUICK-SHARE.md): endpoint-info, instance-name
+        // and beacon codecs, the frame sequence as a state machine, a receiver and a sender, and the 0xFE2C wake-up
+        // beacon through BlueZ.
+        .target(
+            name: "NearbyQuickShare",
+            dependencies: [
+                "NearbyConnections", "NearbyCore", "NearbyWire", "NearbyBlueZ",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
+        ),
+        .testTarget(
+            name: "NearbyQuickShareTests",
+            dependencies: [
+                "NearbyQuickShare", "NearbyConnections", "NearbyCore", "NearbyWire", "NearbySecurity", "NearbyTesting",
+                "NearbyTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
+        ),
         // The `nearby` command-line tool.
         .executableTarget(
             name: "nearby",
@@ -154,6 +175,7 @@ let package = Package(
                 "NearbyConnections",
                 "NearbyMessages",
                 "NearbyMessagesService",
+                "NearbyQuickShare",
                 "NearbyCore",
                 "NearbyWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -291,7 +313,9 @@ let package = Package(
         ),
         .testTarget(
             name: "NearbyBlueZTests",
-            dependencies: ["NearbyBlueZ", "NearbyBLE", "NearbyConnections", "NearbyWire", "NearbyTestSupport"]
+            dependencies: [
+                "NearbyBlueZ", "NearbyBLE", "NearbyConnections", "NearbyWire", "NearbyTestSupport", "NearbyQuickShare",
+            ]
         ),
         // A small CLI driving NearbyBlueZ, run inside the BlueZ VM rig (scripts/test-bluez-vm.sh).
         .executableTarget(
@@ -317,7 +341,7 @@ if Context.environment["NEARBY_FUZZ"] != nil {
             dependencies: [
                 "CNearbyFuzzMain",
                 "NearbyWire", "NearbySecurity", "NearbyCore", "NearbyBLE", "NearbyWiFiLAN", "NearbyMessages",
-                "NearbyMessagesService",
+                "NearbyMessagesService", "NearbyQuickShare",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],

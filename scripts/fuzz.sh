@@ -17,7 +17,7 @@ cd "$repo_root"
 
 targets_all=(
     framing offline-frame ukey2-server ukey2-client secure-message wifi-lan-service ble-advertisement hci l2cap
-    messages-envelope beacons connection-state-machine service-protocol found-lost-flood service-state-file
+    messages-envelope beacons connection-state-machine service-protocol found-lost-flood service-state-file quick-share
 )
 
 log() { printf 'fuzz: %s\n' "$*" >&2; }

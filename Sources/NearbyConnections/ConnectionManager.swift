@@ -90,12 +90,13 @@ public final class ConnectionManager: Sendable {
         }
         mediumProblems = problems
         bluetooth = BluetoothStatusWatch(drivers: drivers, tasks: tasks)
-        engine = NearbyEngine(
-            configuration: EngineConfiguration(
-                serviceID: serviceID, strategy: strategy, receiveDirectory: options.receiveDirectory,
-                keepAlive: options.keepAlive, timeouts: timeouts, autoUpgradeBandwidth: options.autoUpgradeBandwidth,
-                limits: options.limits, logger: options.logger),
-            mediums: drivers)
+        var configuration = EngineConfiguration(
+            serviceID: serviceID, strategy: strategy, receiveDirectory: options.receiveDirectory,
+            keepAlive: options.keepAlive, timeouts: timeouts, autoUpgradeBandwidth: options.autoUpgradeBandwidth,
+            limits: options.limits, logger: options.logger)
+        configuration.reportedOSType = options.reportedOSType
+        configuration.incomingFileNaming = options.incomingFileNaming
+        engine = NearbyEngine(configuration: configuration, mediums: drivers)
         let engine = self.engine
         tasks.spawn { [weak self] in
             for await event in engine.events {

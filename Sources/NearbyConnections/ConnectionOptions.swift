@@ -35,6 +35,11 @@ public struct ConnectionOptions: Sendable {
     /// Drivers made elsewhere (the in-memory medium of NearbyTesting, test doubles); when set they are used instead
     /// of ``mediums``.
     package var drivers: [any MediumDriver]?
+    /// The `os_info` type of our CONNECTION_RESPONSE frames (nil: left out), for applications whose peers read it
+    /// (Quick Share).
+    package var reportedOSType: ProtoOsInfo.OsType?
+    /// Names incoming files instead of their payload headers, or refuses them (`EngineConfiguration.incomingFileNaming`).
+    package var incomingFileNaming: IncomingFileNaming?
 
     /// Creates options.
     public init(

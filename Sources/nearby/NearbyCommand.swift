@@ -10,7 +10,7 @@ struct NearbyCommand: AsyncParsableCommand {
         abstract: "Find nearby devices and exchange data with them over Google's Nearby Connections protocol.",
         subcommands: [
             AdvertiseCommand.self, DiscoverCommand.self, SendCommand.self, PublishCommand.self, SubscribeCommand.self,
-            BeaconsCommand.self, ServiceCommand.self,
+            BeaconsCommand.self, ServiceCommand.self, QuickShareCommand.self,
         ])
 
     /// Runs the tool with the contract's exit codes: 0 success, 2 usage error, 1 runtime failure.

@@ -21,6 +21,7 @@ let fuzzTargets: [String: @Sendable (FuzzInput) -> Void] = [
     "service-protocol": fuzzServiceProtocol,
     "found-lost-flood": fuzzFoundLostFlood,
     "service-state-file": fuzzServiceStateFile,
+    "quick-share": fuzzQuickShare,
 ]
 
 /// The target chosen for this process; an unknown or missing name stops the run before the first input.

@@ -4,6 +4,7 @@ import NearbyCore
 import NearbyMessages
 @testable import NearbySecurity
 import NearbyWire
+@testable import NearbyQuickShare
 
 /// The committed seed corpus (`Fuzz/Corpus/<target>/`), made from the real builders so that it tracks the wire
 /// format. `scripts/fuzz.sh --write-seeds` runs the binary with `NEARBY_FUZZ_WRITE_SEEDS=<directory>`.
@@ -22,6 +23,7 @@ enum Seeds {
             "messages-envelope": messagesEnvelopes(),
             "beacons": beacons(),
             "connection-state-machine": connectionStateMachine(),
+            "quick-share": quickShare(),
         ].merging(hardening()) { first, _ in first }
     }
 
@@ -278,4 +280,38 @@ enum Seeds {
     }
 
     static func le16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8((value >> 8) & 0xFF)] }
+
+    // MARK: - Quick Share
+
+    /// Endpoint info, a beacon, each frame kind, and a receiver conversation (mode byte first, as the target reads).
+    static func quickShare() -> [[UInt8]] {
+        guard let info = try? QuickShareEndpointInfo(
+            deviceType: .laptop, salt: [1, 2], encryptedMetadataKey: Array(repeating: 7, count: 14), deviceName: "Desk",
+            records: [.init(type: 2, value: [1])])
+        else { return [] }
+        var file = ProtoSharingFileMetadata()
+        file.name = "a.bin"
+        file.size = 3
+        file.payloadID = 11
+        file.id = 1
+        var introduction = ProtoSharingIntroduction()
+        introduction.files = [file]
+        let frames: [QuickShareFrame] = [
+            .pairedKeyEncryption(signedData: Array(repeating: 1, count: 72), secretIDHash: Array(repeating: 2, count: 6)),
+            .pairedKeyResult(.unable), .introduction(introduction), .response(.accept), .cancel,
+        ]
+        var seeds: [[UInt8]] = [[0] + info.bytes, [1] + (try! QuickShareFastInitBeacon(
+            typeValue: 0, adjustedTxPower: 0x42, salt: 9, secretIDHash: [1, 2, 3, 4, 5, 6, 7, 8])).bytes]
+        seeds += frames.map { [2] + $0.bytes }
+        // A receiver: PKE, PKR, INTRODUCTION (bytes inputs: selector 0, payload ID, 16-bit length, frame), accept,
+        // then the file starts and finishes.
+        var conversation: [UInt8] = [3, 0]
+        for frame in frames.prefix(3) {
+            let bytes = frame.bytes
+            conversation += [0, 0, UInt8(bytes.count & 0xFF), UInt8(bytes.count >> 8)] + bytes
+        }
+        conversation += [5, 0, 3, 11, 4, 4, 11, 0]
+        seeds.append(conversation)
+        return seeds
+    }
 }

@@ -123,7 +123,8 @@ public actor EndpointSession {
     package init(
         channel: any EndpointChannel, machine: ConnectionStateMachine, keepAlive: KeepAliveSettings,
         receiveDirectory: URL, timeouts: Timeouts = .init(), limits: ResourceLimits = .init(),
-        bufferBudget: BufferedBytesBudget? = nil, logger: Logger, admission: Admission? = nil,
+        bufferBudget: BufferedBytesBudget? = nil, logger: Logger, incomingFileNaming: IncomingFileNaming? = nil,
+        admission: Admission? = nil,
         upgradeMediums: [any MediumDriver] = [], autoUpgrade: Bool = true, localEndpointID: String = "",
         clock: NearbyClock = .continuous,
         reconnectChannel: (@Sendable () async throws -> any EndpointChannel)? = nil,
@@ -166,7 +167,7 @@ public actor EndpointSession {
             onEvent: onEvent)
         sink = IncomingPayloadSink(
             limits: limits, receiveDirectory: receiveDirectory, clock: clock, bufferBudget: bufferBudget,
-            resumable: resumable, onEvent: onEvent)
+            resumable: resumable, naming: incomingFileNaming, onEvent: onEvent)
         upgrade = UpgradeCoordinator(
             role: machine.role == .incoming ? .initiator : .responder, writer: writer, gate: gate,
             mediums: upgradeMediums, autoUpgrade: autoUpgrade, localEndpointID: localEndpointID, timeouts: timeouts,

@@ -46,6 +46,13 @@ public struct EngineConfiguration: Sendable {
     /// The clock every timer of the engine sleeps on (keep-alive, deadlines, upgrade retries, drains): the
     /// system's `ContinuousClock` by default; tests pass a `ManualClock` from the `NearbyTesting` product.
     public var clock: any Clock<Duration>
+    /// The `os_info` type of our CONNECTION_RESPONSE frames (nil: left out). Quick Share peers read it.
+    package var reportedOSType: ProtoOsInfo.OsType?
+    /// Names incoming FILE payloads instead of the name and folder in their payload header: given the peer's
+    /// endpoint ID, the payload ID and the header's name and folder, it returns the name and folder to use (still
+    /// sanitized by the engine), or nil to refuse the payload (it fails with a PAYLOAD_ERROR to the peer and
+    /// nothing is written). Applications such as Quick Share announce names in their own frames.
+    package var incomingFileNaming: IncomingFileNaming?
 
     /// Creates a configuration.
     public init(
@@ -66,6 +73,11 @@ public struct EngineConfiguration: Sendable {
         self.logger = logger
     }
 }
+
+/// How an application names incoming FILE payloads (see `EngineConfiguration.incomingFileNaming`).
+package typealias IncomingFileNaming = @Sendable (
+    _ endpointID: String, _ payloadID: PayloadID, _ fileName: String, _ parentFolder: String
+) -> (fileName: String, parentFolder: String)?
 
 /// Something the engine reports.
 public enum EngineEvent: Sendable {

@@ -34,6 +34,8 @@ final class IncomingPayloadSink {
     /// Thins out FILE progress to one update per 50 ms per payload (``TransferUpdateThrottle``).
     private var throttle = TransferUpdateThrottle()
     private let clock: NearbyClock
+    /// The application's names for incoming files, if it names them (`EngineConfiguration.incomingFileNaming`).
+    private let naming: IncomingFileNaming?
     private let onEvent: @Sendable (EndpointEvent) -> Void
     /// Auto-resume across a restart: partial files a dead process of ours kept for their senders.
     private let resumable: ResumableFiles?
@@ -43,9 +45,10 @@ final class IncomingPayloadSink {
 
     init(
         limits: ResourceLimits, receiveDirectory: URL, clock: NearbyClock = .continuous,
-        bufferBudget: BufferedBytesBudget? = nil, resumable: ResumableFiles? = nil,
+        bufferBudget: BufferedBytesBudget? = nil, resumable: ResumableFiles? = nil, naming: IncomingFileNaming? = nil,
         onEvent: @escaping @Sendable (EndpointEvent) -> Void
     ) {
+        self.naming = naming
         tracker = IncomingPayloadTracker(limits: limits, budget: bufferBudget)
         files = ReceivedFileStore(directory: receiveDirectory, minimumFreeSpace: limits.minimumFreeDiskSpace)
         self.clock = clock
@@ -139,8 +142,14 @@ final class IncomingPayloadSink {
             switch action {
             case .bytesReceived(let id, let bytes):
                 onEvent(.bytesReceived(endpointID: endpoint, payloadID: id, bytes: bytes))
-            case .fileStarted(let id, let fileName, let parentFolder, let total):
+            case .fileStarted(let id, var fileName, var parentFolder, let total):
                 do {
+                    if let naming {
+                        guard let named = naming(endpoint, id, fileName, parentFolder) else {
+                            throw NearbyError(.invalidArgument, "the application refused file payload \(id)")
+                        }
+                        (fileName, parentFolder) = named
+                    }
                     try files.begin(id, fileName: fileName, parentFolder: parentFolder, totalSize: total)
                     if let recordKey, let location = files.temporaryLocation(id) {
                         let record = ResumeRecord(

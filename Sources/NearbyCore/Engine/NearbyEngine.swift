@@ -359,6 +359,7 @@ package actor NearbyEngine {
             channel: channel, machine: machine, keepAlive: keepAlive,
             receiveDirectory: configuration.receiveDirectory, timeouts: configuration.timeouts,
             limits: configuration.limits, bufferBudget: bufferBudget, logger: logger,
+            incomingFileNaming: configuration.incomingFileNaming,
             admission: { [weak self] session, endpointID, nonce in
                 await self?.admit(session, endpointID: endpointID, nonce: nonce) ?? false
             },
@@ -469,7 +470,8 @@ package actor NearbyEngine {
         // Every medium we have, in priority order, as peers list theirs.
         .init(endpointID: localEndpointID, endpointInfo: info, upgradeMediums: mediums.map(\.kind),
               keepAlive: configuration.keepAlive,
-              features: configuration.timeouts.autoReconnectWindow > .zero ? .all : [.payloadAcks])
+              features: configuration.timeouts.autoReconnectWindow > .zero ? .all : [.payloadAcks],
+              osType: configuration.reportedOSType)
     }
 
     private func selected(_ only: Set<MediumKind>?) -> [any MediumDriver] {

@@ -35,12 +35,16 @@ package struct ConnectionStateMachine: Sendable {
         package var keepAlive: KeepAliveSettings
         /// The swift-nearby extension features we announce (only a swift-nearby peer can read them).
         package var features: PeerExtension.Features
+        /// The `os_info` type our CONNECTION_RESPONSE carries; nil leaves the field out.
+        package var osType: ProtoOsInfo.OsType?
 
         /// Creates a description of the local endpoint.
         package init(
             endpointID: String, endpointInfo: [UInt8], upgradeMediums: [MediumKind] = [.wifiLAN],
-            keepAlive: KeepAliveSettings = .default, features: PeerExtension.Features = .all
+            keepAlive: KeepAliveSettings = .default, features: PeerExtension.Features = .all,
+            osType: ProtoOsInfo.OsType? = nil
         ) {
+            self.osType = osType
             self.endpointID = endpointID
             self.endpointInfo = endpointInfo
             self.upgradeMediums = upgradeMediums
@@ -243,7 +247,7 @@ package struct ConnectionStateMachine: Sendable {
         let announcement = accept ? PeerExtension.announcement(local.features, handshake: pending.result) : []
         var actions: [Action] = [.sendFrame(OfflineFrames.connectionResponse(
             accept: accept, safeToDisconnectVersion: OfflineFrames.announcedSafeToDisconnectVersion,
-            handshakeData: announcement))]
+            handshakeData: announcement, osType: local.osType))]
         actions += settle(&pending)
         return actions
     }

@@ -12,11 +12,12 @@ extension OfflineFrames {
     package static let payloadAckVersion: Int32 = 6
 
     /// A `CONNECTION_RESPONSE` frame with the given `safe_to_disconnect_version` and, when not empty,
-    /// `handshake_data` (swift-nearby's extension announcement; Google's implementation never reads the field).
+    /// `handshake_data` (swift-nearby's extension announcement; Google's implementation never reads the field), and
+    /// `os_info` when `osType` is given.
     package static func connectionResponse(
-        accept: Bool, safeToDisconnectVersion: Int32, handshakeData: [UInt8] = []
+        accept: Bool, safeToDisconnectVersion: Int32, handshakeData: [UInt8] = [], osType: ProtoOsInfo.OsType? = nil
     ) -> ProtoOfflineFrame {
-        var frame = connectionResponse(accept: accept)
+        var frame = connectionResponse(accept: accept, osType: osType)
         frame.v1.connectionResponse.safeToDisconnectVersion = safeToDisconnectVersion
         if !handshakeData.isEmpty { frame.v1.connectionResponse.handshakeData = Data(handshakeData) }
         return frame

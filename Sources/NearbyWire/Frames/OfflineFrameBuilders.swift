@@ -65,9 +65,15 @@ package enum OfflineFrames {
     }
 
     /// A `CONNECTION_RESPONSE` frame: accept or reject, with `safe_to_disconnect_version` 0 so peers stay out of
-    /// the safe-disconnect, payload-ack and auto-resume protocols.
-    package static func connectionResponse(accept: Bool) -> ProtoOfflineFrame {
+    /// the safe-disconnect, payload-ack and auto-resume protocols, and `os_info` when `osType` is given (Quick Share
+    /// peers look at it).
+    package static func connectionResponse(accept: Bool, osType: ProtoOsInfo.OsType? = nil) -> ProtoOfflineFrame {
         var frame = ProtoConnectionResponseFrame()
+        if let osType {
+            var info = ProtoOsInfo()
+            info.type = osType
+            frame.osInfo = info
+        }
         frame.status = accept ? 0 : legacyRejectedStatus
         frame.response = accept ? .accept : .reject
         frame.multiplexSocketBitmask = 0
