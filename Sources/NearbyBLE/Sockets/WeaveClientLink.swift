@@ -66,13 +66,25 @@ package actor WeaveClientLink: BLEMessageLink {
         }
     }
 
+    /// Writes the connection request and reads indications until the confirm, at the same time: a server may
+    /// answer the write only after its confirm was confirmed (the Bumble peer does), so the write must not hold
+    /// the reading back.
     private func handshake() async throws {
-        try await perform(machine.start())
-        while !machine.isConnected {
-            guard try await pull() else {
-                throw failure ?? NearbyError(.endpointIoError, "\(peerDescription) closed the Weave socket during its handshake")
+        var request: [[UInt8]] = []
+        for case .send(let packet) in machine.start() { request.append(packet) }
+        async let written: Void = write(request)
+        do {
+            while !machine.isConnected {
+                guard try await pull() else {
+                    throw failure ?? NearbyError(.endpointIoError, "\(peerDescription) closed the Weave socket during its handshake")
+                }
             }
+        } catch {
+            await gatt.disconnect()  // ends the write too
+            _ = try? await written
+            throw error
         }
+        try await written
     }
 
     /// Takes one indication: feeds it to the machine, confirms it, performs the actions. `false` at the end.
