@@ -13,8 +13,9 @@ protocol IncomingPayloadHost: Actor {
     var logger: Logger { get }
     /// Sends a control frame the tracker asked for (waits when the writer's backlog is full).
     func sendControl(_ frame: ProtoOfflineFrame) async
-    /// The peer canceled or failed a payload we send.
-    func peerControlledOutgoing(_ id: PayloadID, event: ProtoPayloadTransferFrame.ControlMessage.EventType)
+    /// The peer canceled or failed a payload we send (`reason`: its `swift_nearby_reason`, if any).
+    func peerControlledOutgoing(
+        _ id: PayloadID, event: ProtoPayloadTransferFrame.ControlMessage.EventType, reason: String?)
     /// The peer broke the payload protocol: the session ends.
     func payloadViolation(_ error: NearbyError) async
     /// The read loop waits for the app to take a stream chunk (`true`), or goes on (`false`).
@@ -89,7 +90,8 @@ final class IncomingPayloadSink {
                 } catch {
                     host.logger.error("cannot receive file", metadata: ["payload_id": "\(id)", "error": "\(error)"])
                     failedHere.insert(id)
-                    await perform(tracker.failLocally(id), host: host)
+                    reportFailure(id, error, endpoint: endpoint)
+                    await perform(tracker.failLocally(id, reason: error), host: host)
                 }
             case .fileChunk(let id, let data):
                 guard !failedHere.contains(id) else { continue }
@@ -99,7 +101,8 @@ final class IncomingPayloadSink {
                     host.logger.error(
                         "writing a received file failed", metadata: ["payload_id": "\(id)", "error": "\(error)"])
                     failedHere.insert(id)
-                    await perform(tracker.failLocally(id), host: host)
+                    reportFailure(id, error, endpoint: endpoint)
+                    await perform(tracker.failLocally(id, reason: error), host: host)
                 }
             case .fileFinished(let id, let total):
                 guard !failedHere.contains(id) else { continue }
@@ -125,13 +128,14 @@ final class IncomingPayloadSink {
                 streams.removeValue(forKey: id)?.fail(NearbyError(.endpointIoError, "stream payload \(id) did not complete"))
             case .sendControl(let frame):
                 await host.sendControl(frame)
-            case .outgoingControl(let id, let event):
-                host.peerControlledOutgoing(id, event: event)
+            case .outgoingControl(let id, let event, let reason):
+                host.peerControlledOutgoing(id, event: event, reason: reason)
             case .violation(let error):
                 await host.payloadViolation(error)
             case .limitExceeded(let id, let error):
                 host.logger.warning(
                     "incoming payload failed at a limit", metadata: ["payload_id": "\(id)", "error": "\(error)"])
+                reportFailure(id, error, endpoint: endpoint)
             }
         }
     }
@@ -145,10 +149,16 @@ final class IncomingPayloadSink {
                 endpoint: endpoint)
         } catch {
             logger.error("finishing a received file failed", metadata: ["payload_id": "\(id)", "error": "\(error)"])
+            reportFailure(id, error, endpoint: endpoint)
             report(
                 PayloadTransferUpdate(payloadID: id, kind: .file, status: .failure, bytesTransferred: total, totalBytes: total),
                 endpoint: endpoint)
         }
+    }
+
+    /// Says why an incoming payload is about to fail (before its `failure` update).
+    private func reportFailure(_ id: PayloadID, _ error: NearbyError, endpoint: String) {
+        onEvent(.payloadFailed(endpointID: endpoint, payloadID: id, reason: error, isOutgoing: false))
     }
 
     /// Reports an incoming payload's update unless the throttle holds it back (FILE progress within 50 ms of the
