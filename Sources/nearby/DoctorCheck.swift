@@ -25,6 +25,11 @@ struct DoctorCheck: Sendable, Encodable, Equatable {
 
     /// The human form: a status tag, the check, the summary, then indented details and the fix.
     func render() -> String {
+        renderedLines().joined(separator: "\n")
+    }
+
+    /// ``render()``, line by line.
+    func renderedLines() -> [String] {
         let tag =
             switch status {
             case .ok: "[ ok ]"
@@ -35,6 +40,6 @@ struct DoctorCheck: Sendable, Encodable, Equatable {
         var lines = ["\(tag) \(DisplayWidth.padded(check, to: 15)) \(summary)"]
         lines += details.map { "         \($0)" }
         if let fix { lines.append("         fix: \(fix)") }
-        return lines.joined(separator: "\n")
+        return lines
     }
 }

@@ -27,7 +27,7 @@ struct DoctorCommand: AsyncParsableCommand {
         var checks: [DoctorCheck] = []
         func report(_ check: DoctorCheck) {
             checks.append(check)
-            output.event("check", check, human: check.render())
+            output.event("check", check, humanLines: check.renderedLines())
         }
         report(Self.configCheck())
         report(Self.receiveDirectoryCheck())

@@ -64,8 +64,8 @@ struct NetworkInterface: Sendable, Equatable {
         return String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// The kind of `name`: sysfs says wireless (`wireless/`), bridge (`bridge/`), tun/tap (`tun_flags`), or a
-    /// virtual device (under `devices/virtual`); names say container (docker, veth, virbr, …) and VPN (wg, tun,
+    /// The kind of `name`: sysfs says wireless (`wireless/`), bridge (`bridge/`), tun/tap (`tun_flags`), Ethernet
+    /// (a `device` link) or virtual (none); names say container (docker, veth, virbr, …) and VPN (wg, tun,
     /// tailscale, …) links.
     static func kind(of name: String, loopback: Bool, environment: DoctorEnvironment) -> Kind {
         if loopback { return .loopback }
@@ -76,9 +76,9 @@ struct NetworkInterface: Sendable, Equatable {
         if vpnPrefixes.contains(where: name.hasPrefix) || environment.exists(base + "/tun_flags") { return .vpn }
         if environment.exists(base + "/wireless") || environment.exists(base + "/phy80211") { return .wireless }
         if environment.exists(base + "/bridge") { return .bridge }
-        let resolved = (try? FileManager.default.destinationOfSymbolicLink(atPath: base)) ?? ""
-        if resolved.contains("/virtual/") { return .virtual }
-        return .ethernet
+        // A physical NIC has a `device` link; veth, dummy and the like do not. An interface sysfs does not list
+        // (another network namespace) cannot be told apart: it counts as virtual.
+        return environment.exists(base + "/device") ? .ethernet : .virtual
     }
 }
 

@@ -77,6 +77,13 @@ final class EventOutput: Sendable {
         emit(line + "\n")
     }
 
+    /// Prints an event whose readable form is several lines (each escaped on its own, so the lines stay lines).
+    func event(_ name: String, _ fields: some Encodable, humanLines: [String]) {
+        let text = json
+            ? Self.encode(event: name, fields) : humanLines.map(PeerText.escapedForTerminal).joined(separator: "\n")
+        emit(text + "\n")
+    }
+
     /// Prints a readable line (nothing in JSON mode).
     func note(_ human: String) {
         guard !json else { return }

@@ -28,6 +28,8 @@ actor PeerSession {
     private var peerNames: [String: String] = [:]
     private var outgoingResults: [PayloadID: TransferUpdate] = [:]
     private var failureReasons: [PayloadID: String] = [:]
+    /// Incoming files' names with their folders, from `fileStarted` until `fileReceived` (or the failure).
+    private var fileNames: [PayloadID: String] = [:]
     private var waiters: [PayloadID: CheckedContinuation<TransferUpdate, Never>] = [:]
     private var stateWaiters: [(String, CheckedContinuation<ConnectionState, Never>)] = []
     /// Payloads that started (registered outgoing, or with progress) and have not finished: what SIGUSR1 cancels.
@@ -124,7 +126,10 @@ actor PeerSession {
             }
         case .fileStarted(_, let payloadID, let name, _):
             output.name(payloadID, name)
-        case .fileReceived(let id, let payloadID, let url, let name):
+            fileNames[payloadID] = name
+        case .fileReceived(let id, let payloadID, let url, let lastComponent):
+            // The sender's name with its folders (`photos/2024/a.jpg`), as sanitized when the file started.
+            let name = fileNames.removeValue(forKey: payloadID) ?? lastComponent
             let (digest, size) = (try? Digests.sha256(fileAt: url)) ?? ("", 0)
             let (shownName, seconds) = output.finishedTransfer(payloadID)
             output.event(
@@ -162,7 +167,10 @@ actor PeerSession {
                 inFlight.insert(payloadID)
             } else {
                 inFlight.remove(payloadID)
-                if !outgoing && update != .success { failedIncoming += 1 }
+                if !outgoing && update != .success {
+                    failedIncoming += 1
+                    fileNames[payloadID] = nil
+                }
             }
             if outgoing, update != .progress(completed: bytes, total: total) {
                 outgoingResults[payloadID] = update

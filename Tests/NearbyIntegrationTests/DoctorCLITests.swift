@@ -24,6 +24,7 @@ extension WiFiLANIntegration {
                 let checks = Self.checks(result.stdout)
                 #expect(checks["avahi"]?.string("status") == "ok", "\(result.stdout)")
                 #expect(checks["mdns"]?.string("status") == "ok", "\(result.stdout)")
+                #expect(result.stdout.contains("\"lo: seen (127.0.0.1)\""), "\(result.stdout)")
                 #expect(checks["config"]?.string("status") == "ok", "\(result.stdout)")
                 let expected: Set<String> = [
                     "config", "receive-dir", "avahi", "mdns", "interfaces", "firewall", "bluez", "rfkill",
@@ -34,6 +35,11 @@ extension WiFiLANIntegration {
                     .first { $0.event == "doctor_summary" }
                 #expect(summary?.int("failures") == 0, "\(result.stdout)")
                 #expect(result.status == 0, "\(result)")
+
+                let human = try await CLIErrorTests.run(scratch, ["doctor"])
+                #expect(human.stdout.contains("[ ok ] mdns            published and found our own test service"), "\(human.stdout)")
+                #expect(human.stdout.contains("\n         lo: seen (127.0.0.1)\n"), "\(human.stdout)")
+                #expect(!human.stdout.contains("\\n"), "escaped line breaks: \(human.stdout)")
             }
         }
 
