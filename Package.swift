@@ -178,6 +178,9 @@ let package = Package(
                 "NearbyQuickShare",
                 "NearbyCore",
                 "NearbyWire",
+                // `nearby doctor` asks avahi-daemon and BlueZ directly (package-internal APIs).
+                "NearbyWiFiLAN",
+                "NearbyBlueZ",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -223,6 +226,12 @@ let package = Package(
             name: "NearbyTestSupport",
             dependencies: ["NearbyWire", "NearbyCore", "NearbyBLE", "NearbyTesting", "NearbyPulseAudio"],
             path: "Tests/NearbyTestSupport"
+        ),
+        // Unit tests of the CLI's own pieces (progress lines, config file, error text, doctor's parsers), through
+        // `@testable import nearby`; the CLI end to end is in NearbyIntegrationTests.
+        .testTarget(
+            name: "NearbyCLITests",
+            dependencies: ["nearby", "NearbyConnections", "NearbyCore"]
         ),
         .testTarget(
             name: "NearbyWireTests",

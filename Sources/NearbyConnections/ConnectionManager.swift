@@ -289,6 +289,8 @@ public final class ConnectionManager: Sendable {
             notify(delegate) {
                 $0.connectionManager(self, didReceive: stream, withID: payloadID, from: endpointID, cancellationToken: token)
             }
+        case .payloadFailed(let endpointID, let payloadID, let reason, let isOutgoing):
+            broadcast(.payloadFailed(endpointID, payloadID, reason: reason, isOutgoing: isOutgoing))
         case .transferUpdate(let endpointID, let update, let isOutgoing):
             let mapped: TransferUpdate
             switch update.status {

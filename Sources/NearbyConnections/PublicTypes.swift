@@ -120,6 +120,10 @@ public enum ConnectionEvent: Sendable {
     /// Progress of a payload in either direction: `bytes` of `total` (−1 for streams) moved so far.
     case transferUpdate(
         EndpointID, PayloadID, TransferUpdate, kind: PayloadKind, isOutgoing: Bool, bytes: Int64, total: Int64)
+    /// Why a payload is failing, when that is known; its `.transferUpdate` with `.failure` follows. Incoming: what
+    /// went wrong on this side (a write, the free space, a limit). Outgoing: the reason a swift-nearby receiver
+    /// gave with its PAYLOAD_ERROR (other implementations give none, and then this event does not come).
+    case payloadFailed(EndpointID, PayloadID, reason: NearbyError, isOutgoing: Bool)
 }
 
 /// The bytes of an incoming STREAM payload, as an `AsyncSequence` of chunks.

@@ -4,11 +4,18 @@ import NearbyWire
 
 // The fields of the `--json` events (docs: the CLI contract). ``EventOutput`` adds the `"event"` name and encodes
 // them with `JSONEncoder`, sorted keys and snake_case keys (`endpointID` → `endpoint_id`). An optional field is
-// left out when `nil`, except where a type writes `null` on purpose.
+// left out when `nil`, except where a type writes `null` on purpose. Payload IDs are strings of decimal digits:
+// they use all 64 bits, and JSON readers that hold numbers as doubles (jq, JavaScript) round those above 2^53.
 
-/// `connected`, `rejected`, `endpoint_lost`.
+/// `connected`, `endpoint_lost`.
 struct EndpointEvent: Encodable {
     var endpointID: String
+}
+
+/// `rejected`: `by` says who refused, `local` (this side: `--accept` missing, or the user said no) or `peer`.
+struct RejectedEvent: Encodable {
+    var endpointID: String
+    var by: String
 }
 
 /// `connection_initiated`.
@@ -63,29 +70,47 @@ struct AdvertisingEvent: Encodable {
     var discoverable: Bool
 }
 
-/// `payload_received`: `path` only for a file.
+/// `payload_received`: `path` only for a file (and for a stream written with `--stream-to FILE`). A BYTES payload
+/// also carries its content: `text` when it is valid UTF-8, `hex` otherwise, cut to
+/// ``BytesContent/jsonLimit`` bytes with `truncated` set when it is longer.
 struct PayloadReceivedEvent: Encodable {
     var endpointID: String
-    var payloadID: Int64
+    var payloadID: String
     var type: String
     var size: Int64
     var sha256: String
     var path: String?
+    var text: String?
+    var hex: String?
+    var truncated: Bool?
+    /// The name the sender gave a file (with its folders: `photos/a.jpg`).
+    var name: String?
 }
 
 /// `payload_sent`: `endpoint_id` names the peer it went to.
 struct PayloadSentEvent: Encodable {
-    var payloadID: Int64
+    var payloadID: String
     var type: String
     var size: Int64
     var sha256: String
     var endpointID: String?
+    /// The name the peer sees for a file (with its folders: `photos/a.jpg`).
+    var name: String?
+}
+
+/// `payload_failed`: why a payload failed, when it is known (`reason`); `incoming` says which way it went. For an
+/// outgoing payload the reason is the one the receiver gave in its PAYLOAD_ERROR (docs/CLI.md).
+struct PayloadFailedEvent: Encodable {
+    var endpointID: String
+    var payloadID: String
+    var incoming: Bool
+    var reason: String
 }
 
 /// `transfer_update`.
 struct TransferUpdateEvent: Encodable {
     var endpointID: String
-    var payloadID: Int64
+    var payloadID: String
     var status: String
     var bytes: Int64
     var total: Int64
@@ -93,7 +118,7 @@ struct TransferUpdateEvent: Encodable {
 
 /// `cancel_requested` (SIGUSR1).
 struct CancelRequestedEvent: Encodable {
-    var payloadID: Int64
+    var payloadID: String
 }
 
 /// `publishing`.

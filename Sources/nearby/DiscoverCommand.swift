@@ -9,16 +9,19 @@ struct DiscoverCommand: AsyncParsableCommand {
         commandName: "discover", abstract: "Discover advertisers of a service.")
 
     @OptionGroup var common: CommonOptions
+    @OptionGroup var strategy: StrategyOptions
 
     @Option(help: "Stop after this many seconds (default: run until interrupted).")
     var timeout: Double?
 
     func run() async throws {
         let output = EventOutput(json: common.json)
-        let manager = try await common.makeManager(receiveDirectory: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+        let manager = try await common.makeManager(
+            strategy: strategy.value, transfer: nil,
+            receiveDirectory: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
         manager.printBluetoothStatus(to: output)
         let discoverer = Discoverer(connectionManager: manager)
-        try await discoverer.startDiscovery(mediums: common.announcedMediums)
+        // Subscribed before discovery starts: a failure reported at once (avahi-daemon not running) is not missed.
         let subscription = manager.events
         let events = Task { () -> CLIFailure? in
             for await event in subscription {
@@ -31,12 +34,19 @@ struct DiscoverCommand: AsyncParsableCommand {
                 case .endpointLost(let id):
                     output.event("endpoint_lost", EndpointEvent(endpointID: id), human: "lost \(id)")
                 case .discoveryFailed(let medium, let error):
-                    return CLIFailure("discovery over \(medium) failed: \(error.message)")
+                    return CLIFailure("discovery over \(medium) failed: \(error.message) (`nearby doctor` checks why)")
                 default:
                     break
                 }
             }
             return nil
+        }
+        do {
+            try await discoverer.startDiscovery(mediums: common.announcedMediums)
+        } catch {
+            events.cancel()
+            await manager.shutdown()
+            throw CLIFailure("cannot discover: \(ErrorText.describe(error)) (`nearby doctor` checks why)")
         }
         let stop = Task {
             if let timeout {

@@ -9,10 +9,10 @@ import NearbyWire
 /// Options of the message commands beyond ``CommonOptions``.
 struct MessageOptions: ParsableArguments {
     @Option(help: "The message namespace (default: the service's own, empty).")
-    var namespace: String = ""
+    var namespace: String?
 
     @Option(help: "The message type (default: empty).")
-    var type: String = ""
+    var type: String?
 
     @Flag(name: .customLong("ask-consent"), help: "Ask for consent on the terminal when it is not yet persisted.")
     var askConsent = false
@@ -87,7 +87,7 @@ struct PublishCommand: AsyncParsableCommand {
     @OptionGroup var messageOptions: MessageOptions
     @OptionGroup var contentOptions: MessageContentOptions
 
-    @Option(help: "Stop after this many seconds (default 300).")
+    @Option(help: "Stop after this many seconds.")
     var ttl: Double = 300
 
     @Flag(help: "Advertise the message bytes themselves as the endpoint info (Google's migration-guide form).")
@@ -108,7 +108,7 @@ struct PublishCommand: AsyncParsableCommand {
         manager.printAudioStatus(to: output)
         manager.printBluetoothStatus(to: output)
         let content = Data(try contentOptions.content())
-        let payload = Message(content: content, namespace: messageOptions.namespace, type: messageOptions.type)
+        let payload = Message(content: content, namespace: messageOptions.namespace ?? "", type: messageOptions.type ?? "")
         let expired = AsyncStream<Void>.makeStream()
         let publication: Publication
         do {
@@ -212,7 +212,7 @@ struct BeaconsCommand: AsyncParsableCommand {
     @Option(help: "Stop after this many seconds (default: run until interrupted).")
     var timeout: Double?
 
-    @Option(name: .customLong("lost-after"), help: "Seconds a beacon may go unseen before it is lost (default 10).")
+    @Option(name: .customLong("lost-after"), help: "Seconds a beacon may go unseen before it is lost.")
     var lostAfter: Double = 10
 
     @Option(help: "Decode advertising reports from this file instead of a controller: one 'ADDRESS RSSI HEX' per line.")

@@ -17,10 +17,10 @@ struct ServicePublishCommand: AsyncParsableCommand {
     @OptionGroup var contentOptions: MessageContentOptions
 
     @Option(help: "The message namespace (default: the service's own, empty).")
-    var namespace: String = ""
+    var namespace: String?
 
     @Option(help: "The message type (default: empty).")
-    var type: String = ""
+    var type: String?
 
     @Option(help: "Stop after this many seconds (default: until unpublished).")
     var ttl: Double?
@@ -35,7 +35,8 @@ struct ServicePublishCommand: AsyncParsableCommand {
     func run() async throws {
         let contentHex = Hex.encode(try contentOptions.content())
         let request = ServiceRequest(
-            id: 0, op: .publish, serviceID: serviceID, contentHex: contentHex, namespace: namespace, type: type, ttl: ttl,
+            id: 0, op: .publish, serviceID: serviceID, contentHex: contentHex, namespace: namespace ?? "", type: type ?? "",
+            ttl: ttl,
             background: background)
         try await runAttached(socketOptions, request, what: "publish", started: "published")
     }

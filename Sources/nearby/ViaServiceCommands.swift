@@ -58,7 +58,7 @@ extension PublishCommand {
         let lost = AsyncStream<NearbyError>.makeStream()
         let nearby = try await via.connect(serviceID: common.serviceID, lost: lost.continuation)
         let message = Message(
-            content: Data(try contentOptions.content()), namespace: messageOptions.namespace, type: messageOptions.type)
+            content: Data(try contentOptions.content()), namespace: messageOptions.namespace ?? "", type: messageOptions.type ?? "")
         let publication: ServicePublication
         do {
             publication = try await nearby.publish(

@@ -93,8 +93,32 @@ struct IncomingPayloadTrackerTests {
         #expect(statuses(tracker.receive(control.v1.payloadTransfer)) == [.canceled])
         let other = OfflineFrames.payloadControl(
             header: OfflineFrames.payloadHeader(id: 77, type: .file, totalSize: 9), event: .payloadError, offset: 1)
-        guard case .outgoingControl(77, .payloadError) = tracker.receive(other.v1.payloadTransfer).first else {
+        guard case .outgoingControl(77, .payloadError, _) = tracker.receive(other.v1.payloadTransfer).first else {
             Issue.record("not routed to the sender"); return
+        }
+    }
+
+    @Test("PAYLOAD_ERROR carries the reason both ways: ours when we fail a payload, the peer's (cut to 512 bytes) to the sender", .timeLimit(.minutes(5)))
+    func failureReasons() {
+        var tracker = IncomingPayloadTracker()
+        _ = tracker.receive(data(4, .file, total: 9, offset: 0, body: [1], name: "f"))
+        let failed = tracker.failLocally(4, reason: NearbyError(.endpointIoError, "not enough free space: 1 bytes available"))
+        guard case .sendControl(let frame) = failed.first else { Issue.record("no control"); return }
+        #expect(frame.v1.payloadTransfer.controlMessage.event == .payloadError)
+        #expect(frame.v1.payloadTransfer.controlMessage.swiftNearbyReason == "not enough free space: 1 bytes available")
+
+        let long = String(repeating: "é", count: 400)  // 800 bytes
+        let control = OfflineFrames.payloadControl(
+            header: OfflineFrames.payloadHeader(id: 78, type: .file, totalSize: 9), event: .payloadError, offset: 1,
+            reason: long)
+        guard case .outgoingControl(78, .payloadError, let reason?) = tracker.receive(control.v1.payloadTransfer).first else {
+            Issue.record("no reason routed to the sender"); return
+        }
+        #expect(reason == String(repeating: "é", count: 256))
+        let bare = OfflineFrames.payloadControl(
+            header: OfflineFrames.payloadHeader(id: 79, type: .file, totalSize: 9), event: .payloadError, offset: 1)
+        guard case .outgoingControl(79, .payloadError, nil) = tracker.receive(bare.v1.payloadTransfer).first else {
+            Issue.record("a reason from nowhere"); return
         }
     }
 

@@ -84,6 +84,20 @@ struct OfflineFrameBuilderTests {
         #expect(bye.hasRequestSafeToDisconnect && !bye.requestSafeToDisconnect && !bye.ackSafeToDisconnect)
     }
 
+    @Test("PAYLOAD_ERROR's reason is our field 1000 (a string): known bytes, and a parser without it skips it", .timeLimit(.minutes(5)))
+    func payloadErrorReason() throws {
+        let header = OfflineFrames.payloadHeader(id: 5, type: .file, totalSize: 100)
+        let frame = OfflineFrames.payloadControl(header: header, event: .payloadError, offset: 7, reason: "disk full")
+        let control = frame.v1.payloadTransfer.controlMessage
+        // event = 1 (08 01), offset = 7 (10 07), field 1000 length-delimited: tag (1000 << 3 | 2) = C2 3E, 9 bytes.
+        #expect(try control.serializedBytes() as [UInt8] == [0x08, 0x01, 0x10, 0x07, 0xC2, 0x3E, 0x09] + Array("disk full".utf8))
+        guard case .payloadTransfer(let parsed) = try roundTrip(frame) else { Issue.record("not control"); return }
+        #expect(parsed.controlMessage.swiftNearbyReason == "disk full")
+        // Without the reason (as other implementations send it) it is absent, not empty.
+        let without = try ProtoPayloadTransferFrame.ControlMessage(serializedBytes: [0x08, 0x01, 0x10, 0x07])
+        #expect(without.event == .payloadError && without.offset == 7 && !without.hasSwiftNearbyReason)
+    }
+
     @Test("Bandwidth upgrade frames are well formed", .timeLimit(.minutes(5)))
     func bandwidthUpgrade() throws {
         let offer = OfflineFrames.upgradePathAvailableWifiLan(

@@ -60,5 +60,8 @@ public enum EndpointEvent: Sendable {
     /// Progress of a payload in either direction. In-progress updates of a FILE come at most every 50 ms per
     /// payload (`TransferUpdateThrottle`), always for the first chunk; the terminal update always arrives.
     case transferUpdate(endpointID: String, update: PayloadTransferUpdate, isOutgoing: Bool)
+    /// Why a payload is failing, when that is known; its `failure` update follows. Incoming: what went wrong here
+    /// (a write, the free space, a limit). Outgoing: the reason the receiver gave with its PAYLOAD_ERROR.
+    case payloadFailed(endpointID: String, payloadID: PayloadID, reason: NearbyError, isOutgoing: Bool)
 }
 

@@ -236,7 +236,14 @@ extension EndpointSession: IncomingPayloadHost {
         writer.post(writer.item(frame))
     }
 
-    func peerControlledOutgoing(_ id: PayloadID, event: ProtoPayloadTransferFrame.ControlMessage.EventType) {
+    func peerControlledOutgoing(
+        _ id: PayloadID, event: ProtoPayloadTransferFrame.ControlMessage.EventType, reason: String?
+    ) {
+        if event == .payloadError, sender.isSending(id) {
+            // Before the sender hears of it, so the reason comes ahead of the payload's `failure` update.
+            let error = NearbyError(.endpointIoError, "the receiver failed the payload: \(reason ?? "no reason given")")
+            onEvent(.payloadFailed(endpointID: peerEndpointID, payloadID: id, reason: error, isOutgoing: true))
+        }
         sender.peerControl(id, event: event)
     }
 

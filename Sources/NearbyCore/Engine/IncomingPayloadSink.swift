@@ -13,8 +13,9 @@ protocol IncomingPayloadHost: Actor {
     var logger: Logger { get }
     /// Queues a control frame the tracker asked for (the sink adds a ``FollowUp/writerRoom`` after it).
     func sendControl(_ frame: ProtoOfflineFrame)
-    /// The peer canceled or failed a payload we send.
-    func peerControlledOutgoing(_ id: PayloadID, event: ProtoPayloadTransferFrame.ControlMessage.EventType)
+    /// The peer canceled or failed a payload we send (`reason`: its `swift_nearby_reason`, if any).
+    func peerControlledOutgoing(
+        _ id: PayloadID, event: ProtoPayloadTransferFrame.ControlMessage.EventType, reason: String?)
     /// The peer broke the payload protocol: the session ends.
     func payloadViolation(_ error: NearbyError)
     /// The peer acknowledged a payload we sent (PAYLOAD_ACK).
@@ -162,7 +163,8 @@ final class IncomingPayloadSink {
                 } catch {
                     host.logger.error("cannot receive file", metadata: ["payload_id": "\(id)", "error": "\(error)"])
                     failedHere.insert(id)
-                    perform(tracker.failLocally(id), host: host, into: &followUps)
+                    reportFailure(id, error, endpoint: endpoint)
+                    perform(tracker.failLocally(id, reason: error), host: host, into: &followUps)
                 }
             case .fileChunk(let id, let data):
                 guard !failedHere.contains(id) else { continue }
@@ -172,7 +174,8 @@ final class IncomingPayloadSink {
                     host.logger.error(
                         "writing a received file failed", metadata: ["payload_id": "\(id)", "error": "\(error)"])
                     failedHere.insert(id)
-                    perform(tracker.failLocally(id), host: host, into: &followUps)
+                    reportFailure(id, error, endpoint: endpoint)
+                    perform(tracker.failLocally(id, reason: error), host: host, into: &followUps)
                 }
             case .fileFinished(let id, let total):
                 guard !failedHere.contains(id) else { continue }
@@ -210,8 +213,8 @@ final class IncomingPayloadSink {
             case .sendControl(let frame):
                 host.sendControl(frame)
                 followUps.append(.writerRoom)
-            case .outgoingControl(let id, let event):
-                host.peerControlledOutgoing(id, event: event)
+            case .outgoingControl(let id, let event, let reason):
+                host.peerControlledOutgoing(id, event: event, reason: reason)
             case .outgoingAcknowledged(let id):
                 host.peerAcknowledgedOutgoing(id)
             case .violation(let error):
@@ -219,6 +222,7 @@ final class IncomingPayloadSink {
             case .limitExceeded(let id, let error):
                 host.logger.warning(
                     "incoming payload failed at a limit", metadata: ["payload_id": "\(id)", "error": "\(error)"])
+                reportFailure(id, error, endpoint: endpoint)
             }
         }
     }
@@ -240,11 +244,17 @@ final class IncomingPayloadSink {
             return true
         } catch {
             logger.error("finishing a received file failed", metadata: ["payload_id": "\(id)", "error": "\(error)"])
+            reportFailure(id, error, endpoint: endpoint)
             report(
                 PayloadTransferUpdate(payloadID: id, kind: .file, status: .failure, bytesTransferred: total, totalBytes: total),
                 endpoint: endpoint)
             return false
         }
+    }
+
+    /// Says why an incoming payload is about to fail (before its `failure` update).
+    private func reportFailure(_ id: PayloadID, _ error: NearbyError, endpoint: String) {
+        onEvent(.payloadFailed(endpointID: endpoint, payloadID: id, reason: error, isOutgoing: false))
     }
 
     /// Reports an incoming payload's update unless the throttle holds it back (FILE progress within 50 ms of the

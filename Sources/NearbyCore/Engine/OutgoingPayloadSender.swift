@@ -227,6 +227,11 @@ package final class OutgoingPayloadSender: Sendable {
         }
     }
 
+    /// Whether payload `id` is being sent (and has not ended).
+    func isSending(_ id: PayloadID) -> Bool {
+        state.withLock { $0.payloads[id] != nil }
+    }
+
     /// The peer canceled or failed a payload we send.
     func peerControl(_ id: PayloadID, event: ProtoPayloadTransferFrame.ControlMessage.EventType) {
         state.withLock { $0.payloads[id]?.peerEvent = event }

@@ -14,7 +14,7 @@ import NearbyWire
 /// ``ResourceLimits/maxConcurrentIncomingPayloads`` payloads may be open at once (one more is a violation). FILE and
 /// STREAM payloads, of known size or not (−1), share ``ResourceLimits/maxReceivedBytesPerConnection``: a payload
 /// whose announced size does not fit in what is left fails at its header, and one whose bytes cross it fails there;
-/// either way the peer gets PAYLOAD_ERROR and the endpoint stays up. BYTES payloads reserve their announced size
+/// either way the peer gets PAYLOAD_ERROR (saying why in `swift_nearby_reason`) and the endpoint stays up. BYTES payloads reserve their announced size
 /// against ``ResourceLimits/maxBufferedBytesPerEndpoint`` and the engine's shared ``BufferedBytesBudget``
 /// (``ResourceLimits/maxBufferedBytes``) from their first chunk until they end; one that does not fit fails the same
 /// way, before anything of it is buffered.
@@ -41,8 +41,9 @@ package struct IncomingPayloadTracker: Sendable {
         case discard(PayloadID, PayloadKind)
         /// Send this control frame to the peer.
         case sendControl(ProtoOfflineFrame)
-        /// A CONTROL frame about a payload we are sending.
-        case outgoingControl(PayloadID, ProtoPayloadTransferFrame.ControlMessage.EventType)
+        /// A CONTROL frame about a payload we are sending; `reason` is the peer's `swift_nearby_reason` (cut to
+        /// ``maxReasonBytes``), if it gave one.
+        case outgoingControl(PayloadID, ProtoPayloadTransferFrame.ControlMessage.EventType, reason: String?)
         /// The peer broke the payload protocol: drop the endpoint.
         case violation(NearbyError)
         /// A payload crossed a ``ResourceLimits`` bound and was failed (the peer is told by a ``sendControl(_:)``
@@ -165,13 +166,17 @@ package struct IncomingPayloadTracker: Sendable {
         completed.remove(id)
     }
 
-    /// Writing a payload locally failed: tell the peer, drop it, report the failure.
-    package mutating func failLocally(_ id: PayloadID) -> [Action] {
+    /// The most bytes of a peer's `swift_nearby_reason` that are kept.
+    package static let maxReasonBytes = 512
+
+    /// Writing a payload locally failed: tell the peer (with `reason`, when known), drop it, report the failure.
+    package mutating func failLocally(_ id: PayloadID, reason: NearbyError? = nil) -> [Action] {
         guard let entry = entries.removeValue(forKey: id) else { return [] }
         release(entry)
         finished.insert(id)
         return [
-            .sendControl(OfflineFrames.payloadControl(header: entry.header, event: .payloadError, offset: entry.received)),
+            .sendControl(OfflineFrames.payloadControl(
+                header: entry.header, event: .payloadError, offset: entry.received, reason: reason?.message)),
             .discard(id, entry.kind), .update(update(id, entry, .failure)),
         ]
     }
@@ -248,13 +253,15 @@ package struct IncomingPayloadTracker: Sendable {
         }
         if kind != .bytes && header.totalSize > remainingBudget {
             finished.insert(id)
+            let error = NearbyError(
+                .endpointIoError,
+                "\(kind) payload \(id) of \(header.totalSize) bytes exceeds the \(remainingBudget) bytes left of "
+                    + "the \(limits.maxReceivedBytesPerConnection)-byte budget of this connection")
             return [
-                .sendControl(OfflineFrames.payloadControl(header: header, event: .payloadError, offset: 0)),
+                .limitExceeded(id, error),
+                .sendControl(OfflineFrames.payloadControl(
+                    header: header, event: .payloadError, offset: 0, reason: error.message)),
                 .update(update(id, entry, .failure)),
-                .limitExceeded(id, NearbyError(
-                    .endpointIoError,
-                    "\(kind) payload \(id) of \(header.totalSize) bytes exceeds the \(remainingBudget) bytes left of "
-                        + "the \(limits.maxReceivedBytesPerConnection)-byte budget of this connection")),
             ]
         }
         var actions: [Action] = []
@@ -284,9 +291,10 @@ package struct IncomingPayloadTracker: Sendable {
             if entry.kind != .bytes {
                 if receivedBytes + Int64(body.count) > limits.maxReceivedBytesPerConnection {
                     entries[id] = entry
-                    return actions + failLocally(id) + [.limitExceeded(id, NearbyError(
+                    let error = NearbyError(
                         .endpointIoError,
-                        "\(entry.kind) payload \(id) crosses the \(limits.maxReceivedBytesPerConnection)-byte budget of this connection"))]
+                        "\(entry.kind) payload \(id) crosses the \(limits.maxReceivedBytesPerConnection)-byte budget of this connection")
+                    return actions + [.limitExceeded(id, error)] + failLocally(id, reason: error)
                 }
                 receivedBytes += Int64(body.count)
             }
@@ -334,7 +342,9 @@ package struct IncomingPayloadTracker: Sendable {
         _ control: ProtoPayloadTransferFrame.ControlMessage, id: PayloadID
     ) -> [Action] {
         guard let entry = entries[id] else {
-            return finished.contains(id) ? [] : [.outgoingControl(id, control.event)]
+            let reason = control.hasSwiftNearbyReason
+                ? ReceivedFileNames.truncate(control.swiftNearbyReason, toUTF8Bytes: Self.maxReasonBytes) : nil
+            return finished.contains(id) ? [] : [.outgoingControl(id, control.event, reason: reason)]
         }
         entries[id] = nil
         release(entry)

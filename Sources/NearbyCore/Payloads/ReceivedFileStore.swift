@@ -128,6 +128,9 @@ final class ReceivedFileStore: Sendable {
             Glibc.close(file.folderDescriptor)
         }
         var info = stat()
+        // Written as 0600 while partial; complete, it gets the mode a new file of this user gets (0644 with the
+        // usual umask of 022), as `cp` would give it.
+        _ = fchmod(file.descriptor, Self.completeFileMode)
         let synced = fsync(file.descriptor) == 0
         let sized = fstat(file.descriptor, &info) == 0
         guard Glibc.close(file.descriptor) == 0, synced, sized else {
@@ -280,4 +283,12 @@ final class ReceivedFileStore: Sendable {
     }
 
     private static func reason(_ code: Int32) -> String { String(cString: strerror(code)) }
+
+    /// 0666 less the process's umask (`Umask:` of `/proc/self/status`; 022 when it cannot be read).
+    static let completeFileMode: mode_t = {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("Umask:") }
+        let umask = line.flatMap { mode_t($0.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces), radix: 8) }
+        return 0o666 & ~(umask ?? 0o022)
+    }()
 }

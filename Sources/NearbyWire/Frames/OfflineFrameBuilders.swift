@@ -97,14 +97,16 @@ package enum OfflineFrames {
         return wrap(.payloadTransfer) { $0.payloadTransfer = transfer }
     }
 
-    /// A `PAYLOAD_TRANSFER` CONTROL frame (cancel or error) for the payload described by `header`.
+    /// A `PAYLOAD_TRANSFER` CONTROL frame (cancel or error) for the payload described by `header`; `reason` goes
+    /// in our own `swift_nearby_reason` field (other implementations skip it).
     package static func payloadControl(
         header: ProtoPayloadTransferFrame.PayloadHeader,
-        event: ProtoPayloadTransferFrame.ControlMessage.EventType, offset: Int64
+        event: ProtoPayloadTransferFrame.ControlMessage.EventType, offset: Int64, reason: String? = nil
     ) -> ProtoOfflineFrame {
         var control = ProtoPayloadTransferFrame.ControlMessage()
         control.event = event
         control.offset = offset
+        if let reason { control.swiftNearbyReason = reason }
         var transfer = ProtoPayloadTransferFrame()
         transfer.packetType = .control
         transfer.payloadHeader = header

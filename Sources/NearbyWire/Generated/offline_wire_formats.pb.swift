@@ -794,6 +794,18 @@ public nonisolated struct ProtoPayloadTransferFrame: Sendable {
     /// Clears the value of `offset`. Subsequent reads from it will return its default value.
     public mutating func clearOffset() {self._offset = nil}
 
+    /// swift-nearby's own field, not Google's: why a PAYLOAD_ERROR was sent, in words for a person ("not enough
+    /// free space: ..."), so that the other side can say why its payload failed. Other implementations skip it as
+    /// an unknown field; a swift-nearby peer reads at most 512 bytes of it. docs/CLI.md, "Why a payload failed".
+    public var swiftNearbyReason: String {
+      get {_swiftNearbyReason ?? String()}
+      set {_swiftNearbyReason = newValue}
+    }
+    /// Returns true if `swiftNearbyReason` has been explicitly set.
+    public var hasSwiftNearbyReason: Bool {self._swiftNearbyReason != nil}
+    /// Clears the value of `swiftNearbyReason`. Subsequent reads from it will return its default value.
+    public mutating func clearSwiftNearbyReason() {self._swiftNearbyReason = nil}
+
     public var unknownFields = SwiftProtobuf.UnknownStorage()
 
     public nonisolated enum EventType: Int, SwiftProtobuf.Enum, Swift.CaseIterable {
@@ -814,6 +826,7 @@ public nonisolated struct ProtoPayloadTransferFrame: Sendable {
 
     fileprivate var _event: ProtoPayloadTransferFrame.ControlMessage.EventType? = nil
     fileprivate var _offset: Int64? = nil
+    fileprivate var _swiftNearbyReason: String? = nil
   }
 
   public init() {}
@@ -3044,7 +3057,7 @@ nonisolated extension ProtoPayloadTransferFrame.PayloadChunk.Flags: SwiftProtobu
 
 nonisolated extension ProtoPayloadTransferFrame.ControlMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = ProtoPayloadTransferFrame.protoMessageName + ".ControlMessage"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}event\0\u{1}offset\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}event\0\u{1}offset\0\u{4}f\u{f}swift_nearby_reason\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3054,6 +3067,7 @@ nonisolated extension ProtoPayloadTransferFrame.ControlMessage: SwiftProtobuf.Me
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularEnumField(value: &self._event) }()
       case 2: try { try decoder.decodeSingularInt64Field(value: &self._offset) }()
+      case 1000: try { try decoder.decodeSingularStringField(value: &self._swiftNearbyReason) }()
       default: break
       }
     }
@@ -3070,12 +3084,16 @@ nonisolated extension ProtoPayloadTransferFrame.ControlMessage: SwiftProtobuf.Me
     try { if let v = self._offset {
       try visitor.visitSingularInt64Field(value: v, fieldNumber: 2)
     } }()
+    try { if let v = self._swiftNearbyReason {
+      try visitor.visitSingularStringField(value: v, fieldNumber: 1000)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: ProtoPayloadTransferFrame.ControlMessage, rhs: ProtoPayloadTransferFrame.ControlMessage) -> Bool {
     if lhs._event != rhs._event {return false}
     if lhs._offset != rhs._offset {return false}
+    if lhs._swiftNearbyReason != rhs._swiftNearbyReason {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -9,6 +9,7 @@ final class Scratch: Sendable {
     /// The test's temporary directory.
     let root: URL
     private let processes = LockedValue<[CLIProcess]>([])
+    private let wiredProcesses = LockedValue<[WiredCLI]>([])
     private let managers = LockedValue<[ConnectionManager]>([])
     private let kept = LockedValue<[any Sendable]>([])
 
@@ -76,6 +77,18 @@ final class Scratch: Sendable {
         return process
     }
 
+    /// Launches `nearby ARGS` with the standard streams given (stderr to a file under the root) and stops it at
+    /// teardown.
+    func wired(
+        _ arguments: [String], stdin: String = "/dev/null", stdout: WiredCLI.Output,
+        environment: [String: String] = [:]
+    ) throws -> WiredCLI {
+        let stderr = root.appendingPathComponent("wired-\(UUID().uuidString.prefix(6)).stderr").path
+        let process = try WiredCLI(arguments, stdin: stdin, stdout: stdout, stderr: stderr, environment: environment)
+        wiredProcesses.withLock { $0.append(process) }
+        return process
+    }
+
     /// Keeps `manager` alive until teardown, then shuts it down.
     func track(_ manager: ConnectionManager) {
         managers.withLock { $0.append(manager) }
@@ -90,6 +103,7 @@ final class Scratch: Sendable {
     /// the directory.
     func tearDown() async {
         for process in processes.withLock({ $0 }) { process.stop() }
+        for process in wiredProcesses.withLock({ $0 }) { process.stop() }
         for manager in managers.withLock({ $0 }) { await manager.shutdown() }
         kept.withLock { $0.removeAll() }
         managers.withLock { $0.removeAll() }
