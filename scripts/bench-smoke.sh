@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # CI smoke run of the benchmark: builds nearby-bench in release mode, runs `nearby-bench --json --quick` inside the
 # private test network (so discovery_latency has an avahi-daemon), and checks that it completed and printed every
-# figure with a numeric value. No thresholds: timings on shared machines are noise (see Benchmarks/README.md).
+# figure with a numeric value. No timing thresholds: wall-clock figures on shared machines are noise (see
+# Benchmarks/README.md). One guard: the CPU seconds per GiB of the file transfer, on each side, against the cost of
+# the cipher measured in the same run (sealing for the sender, opening for the receiver: 1 GiB at
+# crypto_limit / crypto_open_limit). CPU time barely moves with the machine's load, so a side that spends more than
+# NEARBY_BENCH_CPU_LIMIT (default 3) times its cipher's cost fails the smoke run: some per-chunk work came back.
 #
 # Usage: scripts/bench-smoke.sh   (after scripts/install-deps.sh; the JSON lines are copied to stdout)
 set -euo pipefail
@@ -16,11 +20,12 @@ trap 'rm -f "$output"' EXIT
 
 scripts/with-test-network.sh timeout --signal=TERM --kill-after=30s 10m "$bench" --json --quick | tee "$output"
 
-python3 - "$output" <<'PY'
-import json, sys
+NEARBY_BENCH_CPU_LIMIT="${NEARBY_BENCH_CPU_LIMIT:-3}" python3 - "$output" <<'PY'
+import json, os, sys
 # (metric, baseline, qualifier): the qualifier tells apart lines of one metric and baseline (side, spokes).
 expected = {
     ("crypto_limit", "aes_cbc_hmac_sha256", None), ("crypto_open_limit", "aes_cbc_hmac_sha256", None),
+    ("parallel_sealing", "crypto_limit", None), ("parallel_sealing", "one_task", None),
     ("wifi_lan_file_throughput", "plain_tcp", None), ("wifi_lan_file_throughput", "crypto_limit", None),
     ("cpu_seconds_per_gib", "plain_tcp", "sender"), ("cpu_seconds_per_gib", "plain_tcp", "receiver"),
     ("wifi_lan_bytes_throughput", "plain_tcp", None), ("wifi_lan_bytes_throughput", "crypto_limit", None),
@@ -30,7 +35,7 @@ expected = {
     ("star_aggregate_throughput", "plain_tcp_fan_in", "10"),
     ("idle_connection_memory", None, None), ("discovery_latency", "avahi_tools", None),
 }
-seen, problems = set(), []
+seen, problems, figures = set(), [], {}
 for number, line in enumerate(open(sys.argv[1]), 1):
     line = line.strip()
     if not line:
@@ -42,12 +47,28 @@ for number, line in enumerate(open(sys.argv[1]), 1):
         continue
     key = (figure.get("metric"), figure.get("baseline"), figure.get("side") or figure.get("spokes"))
     seen.add(key)
+    figures[key] = figure
     if not isinstance(figure.get("value"), (int, float)):
         problems.append(f"{key[0]} has no value: {line}")
     if key[1] is not None and not isinstance(figure.get("ratio"), (int, float)):
         problems.append(f"{key[0]} vs {key[1]} has no ratio: {line}")
 for key in sorted(expected - seen, key=str):
     problems.append(f"missing figure {key[0]} (baseline {key[1]}{', ' + key[2] if key[2] else ''})")
+
+# CPU per GiB of each side against its cipher's cost in the same run (seconds to seal / open 1 GiB on one core).
+limit = float(os.environ["NEARBY_BENCH_CPU_LIMIT"])
+gib_mb = (1 << 30) / 1e6
+for side, cipher_metric, work in (("sender", "crypto_limit", "seal"), ("receiver", "crypto_open_limit", "open")):
+    cpu = figures.get(("cpu_seconds_per_gib", "plain_tcp", side), {}).get("value")
+    rate = figures.get((cipher_metric, "aes_cbc_hmac_sha256", None), {}).get("value")
+    if not isinstance(cpu, (int, float)) or not isinstance(rate, (int, float)) or rate <= 0:
+        continue  # already reported as missing above
+    cost = gib_mb / rate
+    print(f"bench-smoke: {side} CPU {cpu:.2f} s/GiB, {work} cost {cost:.2f} s/GiB ({cipher_metric} {rate:.0f} MB/s): "
+          f"{cpu / cost:.2f}x (limit {limit:g}x)", file=sys.stderr)
+    if cpu > limit * cost:
+        problems.append(f"{side} CPU per GiB {cpu:.2f} s is {cpu / cost:.2f}x the {work} cost of {cost:.2f} s "
+                        f"(limit {limit:g}x): per-chunk overhead came back (Benchmarks/README.md, issue 24)")
 if problems:
     print("bench-smoke: FAILED\n  " + "\n  ".join(problems), file=sys.stderr)
     sys.exit(1)

@@ -14,6 +14,8 @@ struct Benchmarks {
             // 1. The cipher's ceiling, in process, one core, next to the bare primitives.
             let limits = CryptoLimits.measure(bytes: sizes.cryptoBytes)
             limits.emit(to: report)
+            // The writer sealing on several tasks at once, against that one-core ceiling.
+            await SealingBench.emit(bytes: sizes.cryptoBytes / 2, cryptoLimit: limits.seal, to: report)
 
             // 2. Throughput and connection latency against one receiver process.
             let single = await throughputAndLatency(cryptoLimit: limits.seal)
@@ -22,10 +24,21 @@ struct Benchmarks {
             await StarBench(sizes: sizes, report: report).run(singleConnectionMBps: single)
         }
         if only == "star" { await StarBench(sizes: sizes, report: report).run(singleConnectionMBps: nil) }
+        if only == "file" {
+            // The file transfer alone (for profilers: no cipher measurement in this process, no BYTES).
+            await throughputAndLatency(cryptoLimit: nil, latency: false, bytes: false)
+        }
+        if only == "crypto" {
+            // The cipher's ceilings and the sealing stage only (seconds, no receiver process).
+            let limits = CryptoLimits.measure(bytes: sizes.cryptoBytes)
+            limits.emit(to: report)
+            await SealingBench.emit(bytes: sizes.cryptoBytes / 2, cryptoLimit: limits.seal, to: report)
+        }
         if only == "transfer" {
             // Crypto limits and the single-connection transfers only (for profiling the data path).
             let limits = CryptoLimits.measure(bytes: sizes.cryptoBytes)
             limits.emit(to: report)
+            await SealingBench.emit(bytes: sizes.cryptoBytes / 2, cryptoLimit: limits.seal, to: report)
             await throughputAndLatency(cryptoLimit: limits.seal, latency: false)
         }
         // 4. A transfer cut once and resumed, against the same transfer uncut.
@@ -45,7 +58,7 @@ struct Benchmarks {
 
     /// Returns the single-connection file throughput (MB/s), the star figures' baseline.
     @discardableResult
-    func throughputAndLatency(cryptoLimit: Double?, latency: Bool = true) async -> Double? {
+    func throughputAndLatency(cryptoLimit: Double?, latency: Bool = true, bytes: Bool = true) async -> Double? {
         var singleFileMBps: Double?
         let fileMetric = "wifi_lan_file_throughput", bytesMetric = "wifi_lan_bytes_throughput"
         var receiver: ReceiverProcess?
@@ -87,6 +100,13 @@ struct Benchmarks {
                 metric: "rss_during_transfer", value: peakKB.map { Double($0) / 1024 }, unit: "MB",
                 baseline: "receiver_idle_rss", baselineValue: idleRSS.map { Double($0) / 1024 }, lowerIsBetter: true,
                 note: [("file_bytes", "\(sizes.fileBytes)")]))
+
+            if !bytes {
+                await closeQuietly(manager, tracker, endpoint: endpoint)
+                receiver?.stop()
+                try? FileManager.default.removeItem(at: directory)
+                return singleFileMBps
+            }
 
             // BYTES payloads back to back.
             let payload = Data((0..<Self.bytesPayloadSize).map { UInt8(truncatingIfNeeded: $0 &* 31) })

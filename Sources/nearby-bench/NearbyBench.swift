@@ -43,12 +43,16 @@ struct RunCommand: AsyncParsableCommand {
     @Flag(help: "Small sizes: finishes in well under a minute.")
     var quick = false
 
-    @Option(help: ArgumentHelp("Run one group only: throughput, transfer (no connect latency), star, resume, idle or discovery.", visibility: .hidden))
+    @Option(help: ArgumentHelp("Run one group only: throughput, transfer (no connect latency), file (the file transfer alone), crypto (the cipher and sealing stage), star, resume, idle or discovery.", visibility: .hidden))
     var only: String?
+
+    @Option(help: ArgumentHelp("The file transfer's size in MiB (for profilers).", visibility: .hidden))
+    var fileMib: Int?
 
     func run() async throws {
         signal(SIGPIPE, SIG_IGN)
-        let sizes = quick ? Sizes.quick : Sizes.full
+        var sizes = quick ? Sizes.quick : Sizes.full
+        if let fileMib { sizes.fileBytes = fileMib << 20 }
         let report = Report(json: json)
         try await Benchmarks(sizes: sizes, report: report).runAll(only: only)
     }

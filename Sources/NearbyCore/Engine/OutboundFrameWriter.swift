@@ -6,7 +6,7 @@ import NearbyWire
 ///
 /// Three ways to queue, all into one FIFO:
 /// - ``enqueue(_:)`` suspends until the writer takes the frame, so a fast producer (a payload sender) is held back
-///   by the socket: no data frame waits here besides the one being written.
+///   by the socket: no data frame waits here besides those being sealed or written (at most the sealing width).
 /// - ``post(_:)`` never waits: for control frames our app or timers send (DISCONNECTION, a CONNECTION_RESPONSE,
 ///   our KEEP_ALIVE), so `disconnect`, `accept`/`reject` and `shutdown` never block behind a write to a peer that
 ///   stopped reading.
@@ -21,8 +21,16 @@ import NearbyWire
 /// During a bandwidth upgrade the writer moves to the new channel: ``Item/holdAfter(_:)`` writes LAST_WRITE on the
 /// old channel and holds every later frame (the session stops its payload senders meanwhile, so few are held),
 /// ``Item/priority(_:)`` still reaches the old channel (SAFE_TO_CLOSE), and ``Item/switchChannel(_:)`` writes the
-/// held frames on the new channel and carries on there. Frames are encrypted when written, so the sequence numbers
-/// follow the order in which the peer reads them.
+/// held frames on the new channel and carries on there. Frames are encrypted when taken to be written, so the
+/// sequence numbers follow the order in which the peer reads them.
+///
+/// Sealing in parallel: the writer takes each frame in order and reserves its D2D sequence number; large frames
+/// (chunks) are then sealed by child tasks of ``run()``, up to ``sealingWidth`` at once, while the writer writes the
+/// earlier ones; ``SealedFrameOrder`` hands them back in the order they were taken, so each is sealed with its own
+/// number and written in that order.
+///
+/// Auto-reconnect: ``revive(on:context:)`` queues a marker; frames taken before it are written to the broken
+/// channel (or dropped), then the writer carries on on the new channel with the new context.
 package final class OutboundFrameWriter: Sendable {
     /// One frame to write.
     enum Item: Sendable {
@@ -53,8 +61,10 @@ package final class OutboundFrameWriter: Sendable {
 
     private struct Queue {
         var entries: [Entry] = []
-        /// The writer, waiting for an entry to be queued.
+        /// The writer, waiting for an entry to be queued (or a seal to finish).
         var writer: CheckedContinuation<Void, Never>?
+        /// A frame sealed on another task may be ready to write.
+        var sealFinished = false
         /// Set once the writer took the end marker: later frames are dropped.
         var finished = false
         /// Callers of ``waitForRoom()``, resumed once fewer than ``maxBacklog`` entries wait.
@@ -66,8 +76,19 @@ package final class OutboundFrameWriter: Sendable {
     /// How many frames may be held during a bandwidth upgrade before the connection is given up.
     static let maxHeld = 4096
 
+    /// Why the writer woke up.
+    private enum Wake {
+        case item(Item)
+        case sealFinished
+        case finished
+    }
+
     private let channelBox: LockedValue<any EndpointChannel>
-    private let queue = LockedValue(Queue())
+    private let queue: LockedValue<Queue>
+    /// Frames taken and not yet written, in order.
+    private let order: SealedFrameOrder
+    /// How many frames may be taken and not yet written; large ones are sealed on that many tasks at once.
+    let sealingWidth: Int
     private let secure: SecureContextBox
     private let clock: NearbyClock
     private let lastWrite: LockedValue<Duration>
@@ -77,9 +98,19 @@ package final class OutboundFrameWriter: Sendable {
     /// How many frames are held during a bandwidth upgrade (they count as waiting).
     private let heldCount = LockedValue(0)
 
-    /// - Parameter clock: The clock write times are read from.
-    package init(channel: any EndpointChannel, secure: SecureContextBox, clock: NearbyClock = .continuous) {
+    /// - Parameters:
+    ///   - clock: The clock write times are read from.
+    ///   - sealingWidth: How many frames may be sealed at once (``SealingWidth``; 1 seals each frame on the
+    ///     writer's own task before writing it).
+    package init(
+        channel: any EndpointChannel, secure: SecureContextBox, clock: NearbyClock = .continuous,
+        sealingWidth: Int = SealingWidth.default
+    ) {
         channelBox = LockedValue(channel)
+        let queue = LockedValue(Queue())
+        self.queue = queue
+        order = SealedFrameOrder(onReady: { Self.sealFinished(queue) })
+        self.sealingWidth = max(1, sealingWidth)
         self.secure = secure
         self.clock = clock
         lastWrite = LockedValue(clock.now)
@@ -108,24 +139,41 @@ package final class OutboundFrameWriter: Sendable {
     /// Whether nothing is being written or waiting to be.
     var isIdle: Bool { writeInProgressSince == nil && backlog == 0 }
 
-    /// Frames queued or held, not yet written.
-    private var backlog: Int { queue.withLock { $0.entries.count } + heldCount.withLock { $0 } }
+    /// Frames queued, held or being sealed, not yet written.
+    private var backlog: Int { queue.withLock { $0.entries.count } + heldCount.withLock { $0 } + order.count }
 
     /// The channel frames are written to.
     var channel: any EndpointChannel { channelBox.withLock { $0 } }
 
     /// Runs until ``finishAfterQueued()``; returns the first write error, if any (later frames are then refused).
+    /// Its child tasks (frames being sealed) end before it returns.
     package func run() async -> (any Error)? {
+        await withDiscardingTaskGroup { group in
+            await runLoop(sealingOn: &group)
+        }
+    }
+
+    private func runLoop(sealingOn group: inout DiscardingTaskGroup) async -> (any Error)? {
         var failure: (any Error)?
         var ended = false
         var held: [Item]?
-        while let item = await next() {
+        while true {
+            // Frames whose seal finished go out first, in the order they were taken.
+            failure = await writeReady(failure: failure)
+            let item: Item
+            switch await next(takingItems: order.count < sealingWidth, inFlight: order.count > 0) {
+            case .finished: return failure
+            case .sealFinished: continue
+            case .item(let taken): item = taken
+            }
             if case .end = item {
                 ended = true
                 finish()
             }
-            if case .revive(let next, let context, let done) = item {
-                if !ended { revive(on: next, context: context, failure: &failure, held: &held) }
+            if case .revive(let nextChannel, let context, let done) = item {
+                // Everything taken so far belongs on the broken channel (or is dropped with its failure).
+                failure = await writeTaken(failure: failure)
+                if !ended { revive(on: nextChannel, context: context, failure: &failure, held: &held) }
                 done.resume()
                 continue
             }
@@ -147,28 +195,38 @@ package final class OutboundFrameWriter: Sendable {
                         held!.append(item)
                         heldCount.withLock { $0 += 1 }
                     } else {
-                        try await write(item)
+                        try take(item, sealingOn: &group)
                     }
                 case .holdAfter(let frame):
-                    try await write(.sealed(frame))
+                    try take(.sealed(frame), sealingOn: &group)
                     held = held ?? []
                 case .priority(let frame):
-                    try await write(.sealed(frame))
-                case .switchChannel(let next):
-                    channelBox.withLock { $0 = next }
+                    try take(.sealed(frame), sealingOn: &group)
+                case .switchChannel(let nextChannel):
+                    // Everything taken so far belongs on the current channel.
+                    failure = await writeTaken(failure: failure)
+                    if failure != nil { continue }
+                    channelBox.withLock { $0 = nextChannel }
                     let pending = held ?? []
                     held = nil
                     heldCount.withLock { $0 = 0 }
                     for frame in pending {
-                        try await write(frame)
+                        try take(frame, sealingOn: &group)
                     }
                 }
             } catch {
                 failure = error
-                let reported = (error as? NearbyError) ?? NearbyError(.endpointIoError, "writing to the peer failed", cause: error)
-                firstFailure.withLock { $0 = reported }
-                failureHandler.withLock { $0 }?(reported)
+                report(error)
             }
+        }
+    }
+
+    /// Writes (or, after a failure, drops) every frame taken so far, waiting for those still being sealed.
+    private func writeTaken(failure: (any Error)?) async -> (any Error)? {
+        var failure = failure
+        while order.count > 0 {
+            failure = await writeReady(failure: failure)
+            if order.count > 0 { _ = await next(takingItems: false, inFlight: true) }
         }
         return failure
     }
@@ -196,28 +254,64 @@ package final class OutboundFrameWriter: Sendable {
         }
     }
 
-    private func write(_ item: Item) async throws {
-        let bytes: [UInt8]
-        switch item {
-        case .plain(let raw):
-            bytes = raw
-        case .sealed(let frame):
-            let serialized = OfflineFrames.serialize(frame)
-            bytes = try secure.context.withLock { channel throws(NearbyError) -> [UInt8] in
-                guard channel != nil else { return serialized }
-                return try channel!.encode(serialized)
-            }
-        default:
+    /// Reserves the frame's place (and sequence number) in the order of writing; seals it here, or on a child
+    /// task when it is large and the writer seals in parallel.
+    private func take(_ item: Item, sealingOn group: inout DiscardingTaskGroup) throws(NearbyError) {
+        guard case .sealed(let frame) = item else {
+            if case .plain(let raw) = item { order.append(.success(raw)) }
             return
         }
-        writeStarted.withLock { $0 = clock.now }
-        defer { writeStarted.withLock { $0 = nil } }
-        try await channel.writeFrame(bytes)
-        lastWrite.withLock { $0 = clock.now }
+        let reserved = try secure.context.withLock { channel throws(NearbyError) -> (sequence: Int32, sealer: D2DSealer)? in
+            guard channel != nil else { return nil }
+            return (try channel!.reserveSequenceNumber(), channel!.sealer)
+        }
+        guard let (sequence, sealer) = reserved else {
+            order.append(.success(OfflineFrames.serialize(frame)))
+            return
+        }
+        if sealingWidth > 1, frame.v1.payloadTransfer.payloadChunk.body.count >= SealingWidth.parallelThreshold {
+            let ticket = order.reserve()
+            let order = self.order
+            group.addTask {
+                order.complete(ticket, with: Result { () throws(NearbyError) in
+                    try sealer.seal(OfflineFrames.serialize(frame), sequence: sequence)
+                })
+            }
+        } else {
+            order.append(Result { () throws(NearbyError) in
+                try sealer.seal(OfflineFrames.serialize(frame), sequence: sequence)
+            })
+        }
     }
 
-    /// Queues a frame; returns once the writer has taken it (after the previous frame was written). Frames
-    /// queued after the writer finished are dropped.
+    /// Writes every frame that is ready, in order; returns the first error (after which frames are dropped).
+    private func writeReady(failure: (any Error)?) async -> (any Error)? {
+        var failure = failure
+        while let ready = order.takeReadyHead() {
+            guard failure == nil else { continue }
+            do {
+                let bytes = try ready.get()
+                writeStarted.withLock { $0 = clock.now }
+                defer { writeStarted.withLock { $0 = nil } }
+                try await channel.writeFrame(bytes)
+                lastWrite.withLock { $0 = clock.now }
+            } catch {
+                failure = error
+                report(error)
+            }
+        }
+        return failure
+    }
+
+    /// Records the first failure and tells the session.
+    private func report(_ error: any Error) {
+        let reported = (error as? NearbyError) ?? NearbyError(.endpointIoError, "writing to the peer failed", cause: error)
+        firstFailure.withLock { $0 = reported }
+        failureHandler.withLock { $0 }?(reported)
+    }
+
+    /// Queues a frame; returns once the writer has taken it (when fewer than ``sealingWidth`` earlier frames are
+    /// still being sealed or written). Frames queued after the writer finished are dropped.
     func enqueue(_ item: Item) async {
         await withCheckedContinuation { taken in
             add(Entry(item: item, taken: taken))
@@ -267,36 +361,58 @@ package final class OutboundFrameWriter: Sendable {
         }
     }
 
-    /// The next item for the writer; `nil` once finished and empty.
+    /// The next item for the writer when `takingItems`; `.sealFinished` when a frame sealed on another task may be
+    /// ready; `.finished` once finished, empty and nothing is `inFlight`.
     ///
     /// Entries are only ever taken out of the queue under its lock, never handed over through the continuation:
     /// the lock is what orders the producer's construction of a frame before the writer's use of it, also for
     /// ThreadSanitizer, which does not see a continuation's resume as ordering (docs/SANITIZERS.md).
-    private func next() async -> Item? {
-        while true {
-            let (taken, roomy): (Entry??, [CheckedContinuation<Void, Never>]) = queue.withLock { state in
-                if !state.entries.isEmpty {
-                    let entry = state.entries.removeFirst()
-                    guard state.entries.count < Self.maxBacklog, !state.roomWaiters.isEmpty else { return (.some(entry), []) }
-                    defer { state.roomWaiters = [] }
-                    return (.some(entry), state.roomWaiters)
-                }
-                return (state.finished ? .some(nil) : nil, [])
+    private func next(takingItems: Bool, inFlight: Bool) async -> Wake {
+        func take(_ state: inout Queue) -> (wake: Wake, entry: Entry?, roomy: [CheckedContinuation<Void, Never>])? {
+            if state.sealFinished {
+                state.sealFinished = false
+                return (.sealFinished, nil, [])
             }
-            for waiter in roomy { waiter.resume() }
-            if let entry = taken {
-                entry?.taken?.resume()
-                return entry?.item
+            if takingItems, !state.entries.isEmpty {
+                let entry = state.entries.removeFirst()
+                guard state.entries.count < Self.maxBacklog, !state.roomWaiters.isEmpty else {
+                    return (.item(entry.item), entry, [])
+                }
+                defer { state.roomWaiters = [] }
+                return (.item(entry.item), entry, state.roomWaiters)
+            }
+            if state.finished, state.entries.isEmpty, !inFlight { return (.finished, nil, []) }
+            return nil
+        }
+        while true {
+            if let taken = queue.withLock({ take(&$0) }) {
+                for waiter in taken.roomy { waiter.resume() }
+                taken.entry?.taken?.resume()
+                return taken.wake
             }
             await withCheckedContinuation { (writer: CheckedContinuation<Void, Never>) in
-                let ready = queue.withLock { state -> Bool in
-                    if !state.entries.isEmpty || state.finished { return true }
+                let isReady = queue.withLock { state -> Bool in
+                    if state.sealFinished || (takingItems && !state.entries.isEmpty)
+                        || (state.finished && state.entries.isEmpty && !inFlight)
+                    {
+                        return true
+                    }
                     state.writer = writer
                     return false
                 }
-                if ready { writer.resume() }
+                if isReady { writer.resume() }
             }
         }
+    }
+
+    /// Wakes the writer for a frame a child task finished sealing.
+    private static func sealFinished(_ queue: LockedValue<Queue>) {
+        let writer = queue.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.sealFinished = true
+            defer { state.writer = nil }
+            return state.writer
+        }
+        writer?.resume()
     }
 
     /// Releases whoever waits for a dropped entry.

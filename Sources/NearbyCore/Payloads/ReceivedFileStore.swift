@@ -26,6 +26,8 @@ final class ReceivedFileStore: Sendable {
         var written: Int64
         /// Whether the size is unknown, so that free space is checked before every write.
         var unknownSize: Bool
+        /// Hands what is written to the disk as it arrives (``WriteBehind``).
+        var writeBehind = WriteBehind()
     }
 
     /// Where files go.
@@ -115,7 +117,12 @@ final class ReceivedFileStore: Sendable {
         guard failure == 0 else {
             throw NearbyError(.endpointIoError, "writing \(file.temporaryName): \(Self.reason(failure))")
         }
-        openFiles.withLock { $0[id]?.written += Int64(data.count) }
+        var writeBehind = file.writeBehind
+        writeBehind.wrote(upTo: file.written + Int64(data.count), descriptor: file.descriptor)
+        openFiles.withLock { open in
+            open[id]?.written += Int64(data.count)
+            open[id]?.writeBehind = writeBehind
+        }
     }
 
     /// Closes payload `id`'s file, checks its size, and moves it to its final name; returns that path.

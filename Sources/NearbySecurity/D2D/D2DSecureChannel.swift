@@ -25,8 +25,9 @@ public struct D2DSecureChannel: Sendable {
     /// The sequence number of the last message decoded (0 before the first).
     package private(set) var lastReceivedSequenceNumber: Int32 = 0
 
-    private let sendEncryptionKey: SymmetricKey
-    private let sendSigningKey: SymmetricKey
+    /// Seals this side's messages with a given sequence number; the keys are immutable, so copies of it can
+    /// seal on other threads (parallel sealing, see ``reserveSequenceNumber()``).
+    package let sealer: D2DSealer
     private let receiveEncryptionKey: SymmetricKey
     private let receiveSigningKey: SymmetricKey
 
@@ -36,68 +37,35 @@ public struct D2DSecureChannel: Sendable {
         keys = D2DKeys(nextProtocolSecret: nextProtocolSecret)
         let send = role == .client ? keys.client : keys.server
         let receive = role == .client ? keys.server : keys.client
-        sendEncryptionKey = SymmetricKey(data: send.encryptionKey)
-        sendSigningKey = SymmetricKey(data: send.signingKey)
+        sealer = D2DSealer(keys: send)
         receiveEncryptionKey = SymmetricKey(data: receive.encryptionKey)
         receiveSigningKey = SymmetricKey(data: receive.signingKey)
     }
 
-    /// Encrypts and signs one message (a serialized `OfflineFrame`) as a serialized SecureMessage.
-    ///
-    /// The three protobuf layers are written directly into one output buffer (the same bytes SwiftProtobuf
-    /// writes: fields in number order), so the message is copied once into the plaintext and the ciphertext once
-    /// into the output.
+    /// Encrypts and signs one message (a serialized `OfflineFrame`) as a serialized SecureMessage with the next
+    /// sequence number (``D2DSealer/seal(_:sequence:iv:)``).
     /// - Parameter iv: a fixed 16-byte IV for known-answer tests; random when `nil`.
     package mutating func encode(_ message: some DataProtocol, iv: [UInt8]? = nil) throws(NearbyError) -> [UInt8] {
+        let sequence = try nextSequenceNumber()
+        let sealed = try sealer.seal(message, sequence: sequence, iv: iv)
+        lastSentSequenceNumber = sequence
+        return sealed
+    }
+
+    /// Takes the next outgoing sequence number for a message that ``sealer`` will seal (on any thread), as if it
+    /// had been encoded here: the caller must write the sealed messages in the order of their numbers.
+    /// - Throws: ``NearbyError/Code-swift.struct/sequenceMismatch`` once the numbers are exhausted.
+    package mutating func reserveSequenceNumber() throws(NearbyError) -> Int32 {
+        let sequence = try nextSequenceNumber()
+        lastSentSequenceNumber = sequence
+        return sequence
+    }
+
+    private func nextSequenceNumber() throws(NearbyError) -> Int32 {
         guard lastSentSequenceNumber < Int32.max else {
             throw NearbyError(.sequenceMismatch, "outgoing sequence numbers are exhausted")
         }
-        let sequence = lastSentSequenceNumber + 1
-        // DeviceToDeviceMessage { 1: message, 2: sequence_number }, then PKCS#7 padding, in one buffer of the
-        // final size: the cipher then runs without padding and copies the plaintext once instead of growing it.
-        let sequenceVarint = UInt64(bitPattern: Int64(sequence))
-        let plaintextLength = 1 + ProtobufWireScanner.varintLength(UInt64(message.count)) + message.count
-            + 1 + ProtobufWireScanner.varintLength(sequenceVarint)
-        let padding = 16 - plaintextLength % 16
-        var plaintext: [UInt8] = []
-        plaintext.reserveCapacity(plaintextLength + padding)
-        plaintext.append(0x0A)
-        ProtobufWireScanner.appendVarint(UInt64(message.count), to: &plaintext)
-        plaintext.append(contentsOf: message)
-        plaintext.append(0x10)
-        ProtobufWireScanner.appendVarint(sequenceVarint, to: &plaintext)
-        plaintext.append(contentsOf: repeatElement(UInt8(padding), count: padding))
-
-        let iv = iv ?? CryptoPrimitives.randomBytes(16)
-        guard iv.count == 16 else { throw NearbyError(.invalidArgument, "AES-CBC IV is \(iv.count) bytes, not 16") }
-        let ciphertext = try CryptoPrimitives.aesCBCEncryptData(
-            key: sendEncryptionKey, iv: iv, plaintext: plaintext, padded: true)
-
-        // Header { 1: HMAC_SHA256, 2: AES_256_CBC, 5: iv, 6: GcmMetadata }
-        let header: [UInt8] = [0x08, 0x01, 0x10, 0x02, 0x2A, 0x10] + iv + [0x32, UInt8(Self.publicMetadata.count)]
-            + Self.publicMetadata
-        // HeaderAndBody { 1: header, 2: body }
-        let headerAndBodyLength = 1 + ProtobufWireScanner.varintLength(UInt64(header.count)) + header.count
-            + 1 + ProtobufWireScanner.varintLength(UInt64(ciphertext.count)) + ciphertext.count
-        // SecureMessage { 1: header_and_body, 2: signature (32 bytes) }
-        var output: [UInt8] = []
-        output.reserveCapacity(headerAndBodyLength + 48)
-        output.append(0x0A)
-        ProtobufWireScanner.appendVarint(UInt64(headerAndBodyLength), to: &output)
-        let headerAndBodyStart = output.count
-        output.append(0x0A)
-        ProtobufWireScanner.appendVarint(UInt64(header.count), to: &output)
-        output.append(contentsOf: header)
-        output.append(0x12)
-        ProtobufWireScanner.appendVarint(UInt64(ciphertext.count), to: &output)
-        output.append(contentsOf: ciphertext)
-        let signature = HMAC<SHA256>.authenticationCode(
-            for: output[headerAndBodyStart...], using: sendSigningKey)
-        output.append(0x12)
-        output.append(UInt8(SHA256.byteCount))
-        output.append(contentsOf: signature)
-        lastSentSequenceNumber = sequence
-        return output
+        return lastSentSequenceNumber + 1
     }
 
     /// Verifies, decrypts and sequence-checks one received SecureMessage; returns the carried message bytes.

@@ -21,6 +21,9 @@ package final class TCPEndpointChannel: EndpointChannel {
     /// connection is cut.
     package static let closeFlushTimeout: Duration = .seconds(2)
 
+    /// How much a read takes from the socket: adaptive, from 2 KiB up to 1 MiB.
+    static let receiveAllocator = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2048, maximum: 1 << 20)
+
     /// The medium this connection belongs to.
     package let medium: MediumKind
     /// The peer's address and port, e.g. `10.0.0.2:40123` or `[fe80::1%eth0]:40123`.
@@ -44,6 +47,10 @@ package final class TCPEndpointChannel: EndpointChannel {
         let observer = TCPOutputShutdownObserver(eventLoop: channel.eventLoop)
         let asyncChannel: NIOAsyncChannel<[UInt8], ByteBuffer>
         do {
+            // Reads grow up to 1 MiB while the peer keeps the socket full (NIO's default stops at 64 KiB, less than
+            // one 64 KiB chunk frame with its headers, so every chunk took two reads and a merge of the two
+            // buffers); an idle connection's reads shrink back.
+            try channel.syncOptions?.setOption(.recvAllocator, value: Self.receiveAllocator)
             let operations = channel.pipeline.syncOperations
             try operations.addHandler(ByteToMessageHandler(LengthPrefixedFrameDecoder()))
             try operations.addHandler(LengthPrefixedFrameWriter())
