@@ -34,11 +34,6 @@ struct CommonOptions: ParsableArguments {
     @Flag(help: "Print the debug log on stderr.")
     var verbose = false
 
-    @Option(
-        name: .customLong("reconnect-window"),
-        help: "Seconds a connection whose link broke waits for a new one, resuming payloads in flight (swift-nearby peers only; 0: off; default 30).")
-    var reconnectWindow: Double = 30
-
     @Option(name: .customLong("keep-alive-interval-ms"), help: .hidden)
     var keepAliveIntervalMillis: Int?
 
@@ -46,9 +41,6 @@ struct CommonOptions: ParsableArguments {
     var keepAliveTimeoutMillis: Int?
 
     func validate() throws {
-        if !(reconnectWindow >= 0) {
-            throw ValidationError("--reconnect-window must be 0 or more seconds, got \(reconnectWindow)")
-        }
         _ = try CLIConfig.current()
         _ = try configuredMediums()
     }
@@ -154,7 +146,7 @@ struct CommonOptions: ParsableArguments {
             mediums: kinds.map(NearbyConnections.Medium.init), bluetoothController: choice.controller,
             receiveDirectory: receiveDirectory, keepAlive: keepAlive, listenPort: listenPort,
             autoUpgradeBandwidth: upgrade, limits: transfer?.limits ?? ResourceLimits(), logger: logger,
-            autoReconnectWindow: .milliseconds(Int64(reconnectWindow * 1000)))
+            autoReconnectWindow: .milliseconds(Int64((transfer?.reconnectWindow ?? 30) * 1000)))
         return ConnectionManager(serviceID: serviceID, strategy: strategy, options: options)
     }
 }
@@ -210,7 +202,17 @@ struct TransferOptions: ParsableArguments {
             valueName: "min-free-space"))
     var minFreeSpaceOption: Int64?
 
+    @Option(
+        name: .customLong("reconnect-window"),
+        help: ArgumentHelp(
+            "Seconds a connection whose link broke waits for a new one, resuming payloads in flight (swift-nearby peers only; 0: off; default 30).",
+            valueName: "seconds"))
+    var reconnectWindow: Double = 30
+
     func validate() throws {
+        if !(reconnectWindow >= 0) {
+            throw ValidationError("--reconnect-window must be 0 or more seconds, got \(reconnectWindow)")
+        }
         if let maxReceiveBytes, maxReceiveBytes < 0 {
             throw ValidationError("--max-receive-bytes must be 0 or more, got \(maxReceiveBytes)")
         }

@@ -160,17 +160,10 @@ struct TransferSpeed {
         return Double(last.1 - first.1) / seconds
     }
 
-    /// `[#####-----]  45% 12.3 MB / 27.0 MB  8.1 MB/s  ETA 0:02`.
+    /// The bar, percentage, sizes, speed and ETA of a ``TransferLine`` (the caller names the share).
     func line(bytes: Int64, total: Int64) -> String {
-        var text = EventOutput.bar(bytes: bytes, total: total)
-        if let rate = bytesPerSecond, rate > 0 {
-            text += "  " + EventOutput.size(Int64(rate)) + "/s"
-            if total > bytes {
-                let left = Int((Double(total - bytes) / rate).rounded(.up))
-                text += String(format: "  ETA %d:%02d", left / 60, left % 60)
-            }
-        }
-        return text
+        TransferLine(name: "", bytes: bytes, total: total, bytesPerSecond: bytesPerSecond)
+            .render(width: 100).trimmingCharacters(in: .whitespaces)
     }
 }
 

@@ -163,8 +163,9 @@ final class IncomingPayloadSink {
                 } catch {
                     host.logger.error("cannot receive file", metadata: ["payload_id": "\(id)", "error": "\(error)"])
                     failedHere.insert(id)
-                    reportFailure(id, error, endpoint: endpoint)
-                    perform(tracker.failLocally(id, reason: error), host: host, into: &followUps)
+                    let failure = (error as? NearbyError) ?? NearbyError(.endpointIoError, "cannot receive file", cause: error)
+                    reportFailure(id, failure, endpoint: endpoint)
+                    perform(tracker.failLocally(id, reason: failure), host: host, into: &followUps)
                 }
             case .fileChunk(let id, let data):
                 guard !failedHere.contains(id) else { continue }

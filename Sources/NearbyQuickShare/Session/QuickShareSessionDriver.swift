@@ -195,8 +195,14 @@ actor QuickShareSessionDriver {
             case .connecting:
                 break
             }
-        case .mediumChanged:
+        case .mediumChanged, .reconnecting, .reconnected:
             break
+        case .payloadFailed(let endpointID, let payloadID, let reason, let isOutgoing):
+            // The payload's failure update follows and ends the share; this only says why.
+            logger.info("payload failed", metadata: [
+                "endpoint_id": "\(endpointID)", "payload_id": "\(payloadID)", "outgoing": "\(isOutgoing)",
+                "reason": "\(reason)",
+            ])
         case .bytesReceived(let endpointID, let payloadID, let data):
             guard var session = sessions[endpointID] else { return }
             var space: Int64?
