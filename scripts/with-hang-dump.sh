@@ -7,7 +7,8 @@
 # 30 s later) and exits 124, like timeout(1). A hung test then fails CI within minutes, with the place it hung,
 # instead of at the end of the whole run's budget: swift test prints a line as each test starts and ends (its
 # output is line-buffered here, through stdbuf), so silence longer than the longest test means a test is stuck.
-# (swift-testing's own `.timeLimit` cannot end a test whose body never returns to it.)
+# (swift-testing's own `.timeLimit` cannot end a test whose body never returns to it.) After the stacks it prints
+# the tests that started and did not end, and the last lines of output, so the end of a CI log names the test.
 set -uo pipefail
 
 idle_minutes=0
@@ -32,6 +33,7 @@ mkfifo "$work/output"
 (
     while IFS= read -r line || [[ -n "$line" ]]; do
         printf '%s\n' "$line"
+        printf '%s\n' "$line" >>"$work/log"
         : >"$stamp"
     done <"$work/output"
 ) &
@@ -56,6 +58,28 @@ descendants() {
     done
 }
 
+# The swift-testing tests (and cases) that printed "started" and neither "passed" nor "failed", and the last lines.
+unfinished_tests() {
+    echo "with-hang-dump: tests that started and did not end:"
+    python3 - "$work/log" <<'PY' || true
+import re, sys
+open_tests = {}
+for number, line in enumerate(open(sys.argv[1], errors="replace")):
+    started = re.match(r"^\S+ (Test|Suite) (.*?) started\.$", line.rstrip())
+    if started:
+        open_tests[started.group(1) + " " + started.group(2)] = number
+        continue
+    ended = re.match(r"^\S+ (Test|Suite) (.*?) (passed|failed|skipped)", line.rstrip())
+    if ended:
+        for key in [key for key in open_tests if key.startswith(ended.group(1) + " " + ended.group(2))]:
+            del open_tests[key]
+for key, number in sorted(open_tests.items(), key=lambda item: item[1]):
+    print(f"  {key} (line {number + 1})")
+PY
+    echo "with-hang-dump: the last lines of output:"
+    tail -n 15 "$work/log" | cut -c1-300
+}
+
 dump_and_end() {
     echo "with-hang-dump: $1; stacks follow" >&2
     ps -o pid,ppid,etime,args --forest -g "$pid" >&2 || true
@@ -73,6 +97,7 @@ dump_and_end() {
                 ;;
         esac
     done
+    unfinished_tests >&2
     kill -TERM -- "-$pid" 2>/dev/null
     for _ in $(seq 30); do
         kill -0 "$pid" 2>/dev/null || break
