@@ -65,14 +65,16 @@ unfinished_tests() {
 import re, sys
 open_tests = {}
 for number, line in enumerate(open(sys.argv[1], errors="replace")):
-    started = re.match(r"^\S+ (Test|Suite) (.*?) started\.$", line.rstrip())
+    line = line.rstrip()
+    if line.startswith(("\u25c7 Test case ", "\u25c7 Test run")):
+        continue
+    started = re.match(r"^\S+ (Test|Suite) (.*?) started\.$", line)
     if started:
         open_tests[started.group(1) + " " + started.group(2)] = number
         continue
-    ended = re.match(r"^\S+ (Test|Suite) (.*?) (passed|failed|skipped)", line.rstrip())
-    if ended:
-        for key in [key for key in open_tests if key.startswith(ended.group(1) + " " + ended.group(2))]:
-            del open_tests[key]
+    ended = re.match(r"^\S+ (Test|Suite) (.*?)( with \d+ test cases?)? (passed|failed|skipped|recorded)", line)
+    if ended and " recorded an issue" not in line:
+        open_tests.pop(ended.group(1) + " " + ended.group(2), None)
 for key, number in sorted(open_tests.items(), key=lambda item: item[1]):
     print(f"  {key} (line {number + 1})")
 PY
@@ -90,7 +92,8 @@ dump_and_end() {
             *PackageTests.xctest* | */nearby\ *)
                 echo "with-hang-dump: --- threads of $child: $name" >&2
                 if command -v gdb >/dev/null; then
-                    timeout 120 gdb -p "$child" -batch -ex "thread apply all bt 30" 2>&1 | grep -v '^\[New LWP' >&2 || true
+                    timeout 120 gdb -p "$child" -batch -ex "thread apply all bt 30" 2>&1 \
+                        | grep -v -e '^\[New LWP' -e '^During symbol reading' -e '^warning: Section' >&2 || true
                 else
                     echo "with-hang-dump: gdb is not installed" >&2
                 fi

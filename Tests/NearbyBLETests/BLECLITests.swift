@@ -62,7 +62,7 @@ struct BLECLITests {
             advertiser.output.contains("\"path\":\"\(received.path)\"") ? true : nil
         }
         #expect(try Data(contentsOf: received) == Data(patternBytes(150_000, seed: 77)))
-        #expect(advertiser.output.contains("\"size\":14,\"type\":\"bytes\""))
+        #expect(advertiser.output.contains("\"size\":14,\"text\":\"hello over ble\",\"type\":\"bytes\""))
         let moved = "\"event\":\"medium_changed\",\"medium\":\"wifi-lan\""
         #expect(advertiser.output.contains(moved) == upgrade, "\(advertiser.output.suffix(2000))")
         #expect(sender.output.contains(moved) == upgrade, "\(sender.output.suffix(2000))")

@@ -40,10 +40,13 @@ import Testing
         // What ended in the background (released managers shutting down) is given time to finish; bounded.
         let end = try await eventually(within: 60, "open descriptors back to the start") { () -> ProcessResources? in
             let now = ProcessResources.now()
-            return now.openDescriptors <= start.openDescriptors + 8 ? now : nil
+            return now.openDescriptors <= start.openDescriptors + 8 && now.engines <= start.engines
+                && now.sessions <= start.sessions ? now : nil
         }
         print("stress: end: \(end)")
         #expect(end.openDescriptors <= start.openDescriptors + 8)
+        // Every released manager's engine and every ended connection went away.
+        #expect(end.engines <= start.engines && end.sessions <= start.sessions, "from \(start) to \(end)")
         // Flat, not equal: the allocator keeps some pages; a leak of a manager per cycle would be far above this.
         #expect(end.residentBytes <= start.residentBytes + 96 << 20, "RSS grew from \(start) to \(end)")
     }
@@ -182,6 +185,9 @@ extension ScriptedControllers {
 struct ProcessResources: CustomStringConvertible {
     var openDescriptors: Int
     var residentBytes: Int
+    /// Engines and connections that exist (released ones must go away).
+    var engines = NearbyEngine.liveCount
+    var sessions = EndpointSession.liveCount
 
     static func now() -> ProcessResources {
         let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
@@ -193,5 +199,7 @@ struct ProcessResources: CustomStringConvertible {
         return ProcessResources(openDescriptors: descriptors, residentBytes: resident)
     }
 
-    var description: String { "\(openDescriptors) open descriptors, RSS \(residentBytes >> 20) MiB" }
+    var description: String {
+        "\(openDescriptors) open descriptors, RSS \(residentBytes >> 20) MiB, \(engines) engines, \(sessions) sessions"
+    }
 }

@@ -79,6 +79,8 @@ package final class KernelSDUDrain: Sendable {
     /// Whether reading is paused for a backlog above ``pauseBytes``.
     package var isPaused: Bool { state.withLock { $0.paused } }
     private let source: UncheckedSource
+    /// The serial queue the source's handler runs on; a read pass after a pause is queued there too.
+    private let queue: DispatchQueue
     private let descriptor: KernelDescriptor
     private let receiveMTU: Int
     private let peer: BLEAddress
@@ -91,6 +93,7 @@ package final class KernelSDUDrain: Sendable {
         self.peer = peer
         self.pauseBytes = pauseBytes
         let queue = DispatchQueue(label: "nearby.ble.kernel-l2cap-reader")
+        self.queue = queue
         source = UncheckedSource(source: DispatchSource.makeReadSource(fileDescriptor: descriptor.fd, queue: queue))
         // The handler holds the drain weakly (the channel owns it; deinit cancels the source); the cancel handler
         // holds the descriptor, whose number must stay open until the source is cancelled.
@@ -109,16 +112,23 @@ package final class KernelSDUDrain: Sendable {
     package func next() async throws -> [UInt8]? {
         while true {
             // Suspending, resuming and cancelling the source happen under the lock, so that they stay balanced.
-            let (sdu, end): ([UInt8]?, End?) = state.withLock { state in
+            let (sdu, end, resumed): ([UInt8]?, End?, Bool) = state.withLock { state in
                 if !state.isEmpty {
                     let sdu = state.take()
                     if state.paused, state.bytes < pauseBytes / 2, !state.cancelled {
                         state.paused = false
                         source.source.resume()  // lock-ok: a dispatch source's resume only schedules its handler
+                        return (sdu, nil, true)
                     }
-                    return (sdu, nil)
+                    return (sdu, nil, false)
                 }
-                return (nil, state.end)
+                return (nil, state.end, false)
+            }
+            if resumed {
+                // What the kernel queued while reading was paused (and its end, if the peer closed meanwhile) is read
+                // now: a resumed source is not sure to report readiness that it saw while suspended (the socket may
+                // get no new data: its writer waits for this very read), which once hung a transfer for good.
+                queue.async { [weak self] in self?.drain() }
             }
             if let sdu { return sdu }
             switch end {
@@ -155,7 +165,7 @@ package final class KernelSDUDrain: Sendable {
     private func drain() {
         var buffer = [UInt8](repeating: 0, count: receiveMTU)
         while true {
-            if state.withLock({ $0.end != nil || $0.paused }) { return }
+            if state.withLock({ $0.end != nil || $0.paused || $0.cancelled }) { return }
             let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor.fd, $0.baseAddress, $0.count) }
             if count > 0 {
                 deliver(Array(buffer[..<count]))

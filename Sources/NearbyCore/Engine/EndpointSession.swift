@@ -133,6 +133,7 @@ public actor EndpointSession {
         onEvent: @escaping @Sendable (EndpointEvent) -> Void,
         onEnd: @escaping @Sendable (EndpointSession) -> Void = { _ in }
     ) {
+        Self.live.withLock { $0 += 1 }
         self.localEndpointID = localEndpointID
         self.reconnectChannel = reconnectChannel
         self.reconnectTarget = reconnectTarget
@@ -173,6 +174,14 @@ public actor EndpointSession {
             mediums: upgradeMediums, autoUpgrade: autoUpgrade, localEndpointID: localEndpointID, timeouts: timeouts,
             clock: clock, logger: logger)
     }
+
+    deinit {
+        Self.live.withLock { $0 -= 1 }
+    }
+
+    /// Sessions that exist now (tests check that ended connections go away).
+    package static var liveCount: Int { live.withLock { $0 } }
+    private static let live = LockedValue(0)
 
     /// The peer's endpoint ID, once known.
     public var endpointID: String? { endpointIDValue }

@@ -51,6 +51,7 @@ package actor NearbyEngine {
 
     /// Creates an engine over `mediums` (in priority order).
     package init(configuration: EngineConfiguration, mediums: [any MediumDriver], localEndpointID: String? = nil) {
+        Self.live.withLock { $0 += 1 }
         self.configuration = configuration
         self.mediums = mediums
         clock = NearbyClock(any: configuration.clock)
@@ -79,6 +80,15 @@ package actor NearbyEngine {
             tasks.cancel()
         }
     }
+
+    deinit {
+        Self.live.withLock { $0 -= 1 }
+    }
+
+    /// Engines that exist now: a released engine goes away once its supervisor shut it down (tests check that
+    /// nothing keeps one alive).
+    package static var liveCount: Int { live.withLock { $0 } }
+    private static let live = LockedValue(0)
 
     /// The owner is done with this engine (its `deinit` calls this; it starts nothing): the engine's supervisor
     /// task shuts everything down (``shutdown()``) and ends every task of the engine.
