@@ -350,7 +350,7 @@ if Context.environment["NEARBY_FUZZ"] != nil {
             dependencies: [
                 "CNearbyFuzzMain",
                 "NearbyWire", "NearbySecurity", "NearbyCore", "NearbyBLE", "NearbyWiFiLAN", "NearbyMessages",
-                "NearbyMessagesService", "NearbyQuickShare",
+                "NearbyMessagesService", "NearbyQuickShare", "NearbyBlueZ", "CDBus",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],

@@ -18,6 +18,7 @@ cd "$repo_root"
 targets_all=(
     framing offline-frame ukey2-server ukey2-client secure-message wifi-lan-service ble-advertisement hci l2cap ble-socket att
     messages-envelope beacons connection-state-machine service-protocol found-lost-flood service-state-file quick-share
+    dbus-signals
 )
 
 log() { printf 'fuzz: %s\n' "$*" >&2; }

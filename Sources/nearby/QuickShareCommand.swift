@@ -18,7 +18,7 @@ struct QuickShareCommonOptions: ParsableArguments {
     @Option(help: "The name other devices show for this one (default: the host name).")
     var name: String?
 
-    @Option(name: .customLong("device-type"), help: "phone, tablet, laptop, car, foldable, xr or unknown (default: laptop).")
+    @Option(name: .customLong("device-type"), help: "phone, tablet, laptop, car, foldable, xr or unknown.")
     var deviceType: String = "laptop"
 
     @Flag(name: .customLong("no-beacon"), help: "Do not advertise the Bluetooth wake-up beacon (0xFE2C) through BlueZ.")
@@ -152,7 +152,7 @@ struct QuickShareSendCommand: AsyncParsableCommand {
     @Option(help: "The receiver's name as it shows it (default: the first receiver found).")
     var to: String?
 
-    @Option(help: "Seconds to look for the receiver (default: 30).")
+    @Option(help: "Seconds to look for the receiver.")
     var timeout: Double = 30
 
     func validate() throws {

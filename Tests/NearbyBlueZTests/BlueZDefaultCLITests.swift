@@ -44,7 +44,7 @@ import Testing
         try await withPrivateBus { bus in
             let daemon = try await FakeBlueZ(bus: bus)
             let (status, output) = try await Self.run(
-                ["discover", "--service-id", "x", "--medium", "ble", "--no-upgrade", "--timeout", "2", "--verbose"],
+                ["discover", "--service-id", "x", "--medium", "ble", "--timeout", "2", "--verbose"],
                 systemBus: bus)
             #expect(status == 0, "\(output)")
             #expect(output.contains("controller=bluez:hci0"), "\(output)")
@@ -83,7 +83,7 @@ import Testing
             environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus.address
             let process = try SpawnedProcess(
                 try Self.nearbyExecutable(),
-                ["discover", "--service-id", "x", "--medium", "ble", "--no-upgrade", "--json", "--timeout", "60"],
+                ["discover", "--service-id", "x", "--medium", "ble", "--json", "--timeout", "60"],
                 environment: environment, outputPath: log)
             defer { process.stopBlocking() }
             func lines() -> [String] {

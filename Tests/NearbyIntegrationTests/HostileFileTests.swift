@@ -142,8 +142,24 @@ extension WiFiLANIntegration {
             }
         }
 
-        @Test("--max-receive-bytes and --min-free-space fail an over-limit file on both sides and delete it",
-              arguments: [["--max-receive-bytes", "100000"], ["--min-free-space", "\(Int64.max)"]])
+        @Test("--min-free-space beyond the receive directory's free space stops advertise at start, saying why")
+        func cliMinFreeSpaceCheckedAtStart() async throws {
+            try await withScratch(timeout: 60, "CLI min free space at start") { scratch in
+                let inbox = try scratch.directory("inbox")
+                let advertiser = try scratch.launchCLI("advertiser", [
+                    "advertise", "--service-id", IntegrationEnvironment.uniqueServiceID("limits"), "--accept",
+                    "--receive-dir", inbox.path, "--json", "--min-free-space", "\(Int64.max)",
+                ])
+                #expect(try await advertiser.waitForExit(timeout: 30) == 1, "\(advertiser.diagnostics)")
+                #expect(advertiser.diagnostics.contains("must stay free (--min-free-space)"), "\(advertiser.diagnostics)")
+                #expect(!advertiser.events.contains { $0.event == "advertising" })
+            }
+        }
+
+        // `--min-free-space` is checked at start by the CLI (above); the engine's check during a transfer is covered
+        // by EnginePayloadLimitsTests.
+        @Test("--max-receive-bytes fails an over-limit file on both sides and deletes it",
+              arguments: [["--max-receive-bytes", "100000"]])
         func cliReceiveLimits(_ flags: [String]) async throws {
             try await withScratch(timeout: 120, "CLI receive limits \(flags)") { scratch in
                 let serviceID = IntegrationEnvironment.uniqueServiceID("limits")

@@ -24,6 +24,7 @@ let fuzzTargets: [String: @Sendable (FuzzInput) -> Void] = [
     "found-lost-flood": fuzzFoundLostFlood,
     "service-state-file": fuzzServiceStateFile,
     "quick-share": fuzzQuickShare,
+    "dbus-signals": fuzzDBusSignals,
 ]
 
 /// The target chosen for this process; an unknown or missing name stops the run before the first input.

@@ -130,7 +130,8 @@ private struct StateMachineRun {
                 }
             case .upgrade(let negotiation):
                 _ = upgrade.receive(negotiation, canConnect: { _ in true })
-            case .sendRaw, .sendFrame, .requestReceived, .initiated, .enableEncryption, .connected:
+            case .sendRaw, .sendFrame, .requestReceived, .initiated, .enableEncryption, .connected,
+                .disconnectAcknowledged, .peerLeaving, .reconnectIntroduction, .resume:
                 break
             }
         }

@@ -2,6 +2,7 @@ import Foundation
 import NearbyBLE
 import NearbyCore
 import NearbyMessages
+@testable import NearbyBlueZ
 @testable import NearbySecurity
 import NearbyWire
 @testable import NearbyQuickShare
@@ -26,6 +27,7 @@ enum Seeds {
             "beacons": beacons(),
             "connection-state-machine": connectionStateMachine(),
             "quick-share": quickShare(),
+            "dbus-signals": dbusSignals(),
         ].merging(hardening()) { first, _ in first }
     }
 
@@ -353,6 +355,42 @@ enum Seeds {
         }
         conversation += [5, 0, 3, 11, 4, 4, 11, 0]
         seeds.append(conversation)
+        return seeds
+    }
+
+    // MARK: - D-Bus
+
+    /// Signals as bluetoothd, the bus daemon and a forger send them, each after a mode byte (0: org.bluez owned by
+    /// :1.7; 1: followed, no owner).
+    static func dbusSignals() -> [[UInt8]] {
+        let device: [String: DBusValue] = [
+            "Address": .string("C0:00:00:00:00:AD"), "AddressType": .string("random"), "RSSI": .int16(-50),
+            "ServiceData": .properties([BlueZ.uuid(0xFEF3): .bytes([0xCA, 0xFE])]),
+            "ManufacturerData": .dictionary(
+                keySignature: "q", valueSignature: "v", [DBusDictionaryEntry(key: .uint16(0x4C), value: .variant(.bytes([2, 21])))]),
+        ]
+        let signals: [(String, String, String, String, [DBusValue])] = [
+            (":1.7", "/", BlueZ.objectManagerInterface, "InterfacesAdded",
+             [.objectPath("/org/bluez/hci0/dev_C0_00_00_00_00_AD"), .interfaces([BlueZ.deviceInterface: device])]),
+            (":1.7", "/", BlueZ.objectManagerInterface, "InterfacesRemoved",
+             [.objectPath("/org/bluez/hci0/dev_C0_00_00_00_00_AD"), .strings([BlueZ.deviceInterface])]),
+            (":1.7", "/org/bluez/hci0", BlueZ.propertiesInterface, "PropertiesChanged",
+             [.string(BlueZ.adapterInterface), .properties(["Powered": .boolean(false)]), .strings([])]),
+            (":1.7", "/org/bluez/hci0/dev_C0_00_00_00_00_AD", BlueZ.propertiesInterface, "PropertiesChanged",
+             [.string(BlueZ.deviceInterface), .properties(["RSSI": .int16(-40)]), .strings([])]),
+            ("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameOwnerChanged",
+             [.string(BlueZ.service), .string(":1.7"), .string("")]),
+            (":1.66", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameOwnerChanged",
+             [.string(BlueZ.service), .string(":1.7"), .string(":1.66")]),
+            (":1.66", "/", BlueZ.objectManagerInterface, "InterfacesAdded",
+             [.objectPath("/org/bluez/hci0/dev_C0_00_00_00_00_66"), .interfaces([BlueZ.deviceInterface: device])]),
+        ]
+        var seeds: [[UInt8]] = []
+        for (index, (sender, path, interface, member, arguments)) in signals.enumerated() {
+            guard let bytes = dbusSignalBytes(sender: sender, path: path, interface: interface, member: member, arguments: arguments)
+            else { continue }
+            seeds.append([UInt8(index % 2)] + bytes)
+        }
         return seeds
     }
 }

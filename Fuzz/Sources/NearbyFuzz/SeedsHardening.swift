@@ -27,10 +27,16 @@ extension Seeds {
     }
 
     static func foundLostFlood() -> [[UInt8]] {
-        [
-            [3, 2, 1] + (0..<64).flatMap { [UInt8($0 % 6), UInt8($0 % 9), UInt8($0 % 5)] },
-            [7, 7, 0] + (0..<48).flatMap { [UInt8(0x10 | ($0 % 6)), UInt8($0), UInt8($0 * 3)] } + [0x85, 0, 0],
-        ]
+        // Typed steps (one literal expression of both took the type checker too long on a busy machine).
+        let sightings: [UInt8] = (0..<64).flatMap { (index: Int) -> [UInt8] in
+            [UInt8(index % 6), UInt8(index % 9), UInt8(index % 5)]
+        }
+        let refreshes: [UInt8] = (0..<48).flatMap { (index: Int) -> [UInt8] in
+            [UInt8(0x10 | (index % 6)), UInt8(index), UInt8(truncatingIfNeeded: index * 3)]
+        }
+        let first: [UInt8] = [3, 2, 1] + sightings
+        let second: [UInt8] = [7, 7, 0] + refreshes + [0x85, 0, 0]
+        return [first, second]
     }
 
     static func stateFiles() -> [[UInt8]] {
