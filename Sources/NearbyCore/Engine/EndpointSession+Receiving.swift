@@ -141,6 +141,10 @@ extension EndpointSession {
             case .resume(let frame):
                 receiveResume(frame, into: &followUps)
             case .fail(let error):
+                // A violation ends the connection for good. Say so with a plain DISCONNECTION before closing: a
+                // swift-nearby peer would otherwise take the close for a broken link, reconnect and resume the very
+                // payload that was refused (a Quick Share receiver refusing a climbing file name did, in a loop).
+                if wasConnected { writer.post(writer.item(OfflineFrames.disconnection())) }
                 end(error)
             }
         }
