@@ -14,7 +14,7 @@ import Testing
 /// controller (advertising and scanning, and the radio-state streams that deadlocked before). Nothing may hang (every
 /// cycle is bounded), and open file descriptors and resident memory must come back to where they were: both are
 /// printed at the start and at the end. `NEARBY_STRESS_CYCLES` sets the count (default 1,000; CI's TSan step runs
-/// it too).
+/// 300). Live engines and sessions are counted too and must come back to the start.
 @Suite(.timeLimit(.minutes(30))) struct LifecycleStressTests {
     static var cycles: Int {
         ProcessInfo.processInfo.environment["NEARBY_STRESS_CYCLES"].flatMap(Int.init) ?? 1_000
