@@ -15,11 +15,16 @@ struct EnginePayloadLimitsTests {
         case fileOverFreeSpaceFloor
         /// A stream of unknown size that keeps coming, against a 100 kB budget: failed when it crosses it.
         case streamOverBudget
+        /// A 1 kB file against a 500-byte budget: all of its frames are sent before the receiver's PAYLOAD_ERROR
+        /// arrives, so the sender already waits for the acknowledgement (between swift-nearby peers) when it is
+        /// told; it must fail then, not wait for ever (a CLI sender once did).
+        case smallFileSentWholeOverBudget
 
         var limits: ResourceLimits {
             var limits = ResourceLimits()
             switch self {
             case .fileOverBudget, .streamOverBudget: limits.maxReceivedBytesPerConnection = 100_000
+            case .smallFileSentWholeOverBudget: limits.maxReceivedBytesPerConnection = 500
             case .fileOverFreeSpaceFloor: limits.minimumFreeDiskSpace = Int64.max / 2
             }
             return limits
@@ -45,10 +50,14 @@ struct EnginePayloadLimitsTests {
         // receiver's PAYLOAD_ERROR arrives.
         let source = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-limit-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: source) }
-        #expect(FileManager.default.createFile(atPath: source.path, contents: nil))
-        try FileHandle(forWritingTo: source).truncate(atOffset: 1 << 30)
+        if limit == .smallFileSentWholeOverBudget {
+            #expect(FileManager.default.createFile(atPath: source.path, contents: Data(repeating: 7, count: 1_000)))
+        } else {
+            #expect(FileManager.default.createFile(atPath: source.path, contents: nil))
+            try FileHandle(forWritingTo: source).truncate(atOffset: 1 << 30)
+        }
         switch limit {
-        case .fileOverBudget, .fileOverFreeSpaceFloor:
+        case .fileOverBudget, .fileOverFreeSpaceFloor, .smallFileSentWholeOverBudget:
             try await pair.discoverer.send(.file(source, name: "big.bin", parentFolder: "in"), to: "ADVR", id: 31)
         case .streamOverBudget:
             let feed = EndlessFeed()

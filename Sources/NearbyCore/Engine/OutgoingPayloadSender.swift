@@ -112,16 +112,19 @@ package final class OutgoingPayloadSender: Sendable {
     /// Asks the payload's sender to stop; `false` if we are not sending it. A payload whose frames are all sent
     /// and that waits for the peer's acknowledgement is reported canceled at once.
     package func cancel(_ id: PayloadID) -> Bool {
-        let (found, settled) = state.withLock { state -> (Bool, (PayloadKind, Int64, Int64)?) in
+        let (found, settled) = state.withLock { state -> (Bool, (OutgoingPayloadState, Int64, Int64)?) in
             guard let payload = state.payloads[id] else { return (false, nil) }
             if let waiting = payload.awaitingAck {
                 state.payloads[id] = nil
-                return (true, (payload.kind, waiting.bytes, waiting.total))
+                return (true, (payload, waiting.bytes, waiting.total))
             }
             state.payloads[id]?.cancelRequested = true
             return (true, nil)
         }
-        if let (kind, bytes, total) = settled { report(id, kind: kind, status: .canceled, bytes: bytes, total: total) }
+        if let (payload, bytes, total) = settled {
+            payload.parkedReader?.close()
+            report(id, kind: payload.kind, status: .canceled, bytes: bytes, total: total)
+        }
         return found
     }
 
@@ -232,9 +235,21 @@ package final class OutgoingPayloadSender: Sendable {
         state.withLock { $0.payloads[id] != nil }
     }
 
-    /// The peer canceled or failed a payload we send.
+    /// The peer canceled or failed a payload we send. One whose frames are all sent and that waits for the peer's
+    /// acknowledgement ends now (no chunk is left at which its task would notice): canceled or failed.
     func peerControl(_ id: PayloadID, event: ProtoPayloadTransferFrame.ControlMessage.EventType) {
-        state.withLock { $0.payloads[id]?.peerEvent = event }
+        let settled = state.withLock { state -> (OutgoingPayloadState, Int64, Int64)? in
+            guard let payload = state.payloads[id] else { return nil }
+            guard let waiting = payload.awaitingAck else {
+                state.payloads[id]?.peerEvent = event
+                return nil
+            }
+            state.payloads[id] = nil
+            return (payload, waiting.bytes, waiting.total)
+        }
+        guard let (payload, bytes, total) = settled else { return }
+        payload.parkedReader?.close()
+        report(id, kind: payload.kind, status: event == .payloadCanceled ? .canceled : .failure, bytes: bytes, total: total)
     }
 
     /// The connection ended: every payload under way fails at its next chunk, and those waiting for the peer's
