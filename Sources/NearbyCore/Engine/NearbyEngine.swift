@@ -220,7 +220,7 @@ package actor NearbyEngine {
         connecting[alias] = nonce
         let channel: any EndpointChannel
         do {
-            channel = try await medium.connect(to: route, serviceID: configuration.serviceID)
+            channel = try await medium.connect(to: route)
         } catch {
             if connecting[alias] == nonce { connecting[alias] = nil }
             throw error
