@@ -20,6 +20,9 @@ is alive, the survivor reported the failure (the sender exits non-zero; the adve
 canceled transfer update for a payload it had started, and `disconnected` for the endpoint), within the
 keep-alive timeout plus DETECT_SLACK seconds where the fault is a silent peer (stop, link cut), and that the
 long-lived advertiser keeps a flat fd count and RSS. Exit status 1 on any violation.
+
+Both sides run with `--reconnect-window 0`: the soak checks how faults end a connection; riding out a cut link
+(auto-reconnect and resume, docs/LINK-SAFETY.md) is tested by LinkSafetyTests.
 """
 
 import hashlib
@@ -196,6 +199,7 @@ class Advertiser:
         self.lives += 1
         argv = [self.soak.nearby, "advertise", "--service-id", SERVICE_ID, "--name", self.name, "--accept",
                 "--receive-dir", self.receive_dir, "--port", str(self.port), "--medium", "wifi-lan", "--json",
+                "--reconnect-window", "0",
                 "--keep-alive-interval-ms", str(KEEP_ALIVE_INTERVAL_MS),
                 "--keep-alive-timeout-ms", str(KEEP_ALIVE_TIMEOUT_MS)] + VERBOSE
         self.proc = Proc(f"advertiser-{self.name}", argv, self.soak.work, self.soak.work)
@@ -266,7 +270,7 @@ class Soak:
     def start_sender(self, index, path, port):
         argv = ["ip", "netns", "exec", self.peer_netns, self.nearby, "send", "--service-id", SERVICE_ID,
                 "--address", f"10.77.0.1:{port}", "--name", f"soak-sender-{index}", "--accept", "--file", path,
-                "--medium", "wifi-lan", "--json", "--timeout", "30",
+                "--medium", "wifi-lan", "--json", "--timeout", "30", "--reconnect-window", "0",
                 "--keep-alive-interval-ms", str(KEEP_ALIVE_INTERVAL_MS),
                 "--keep-alive-timeout-ms", str(KEEP_ALIVE_TIMEOUT_MS)] + VERBOSE
         return Proc(f"sender-{index}", argv, self.sender_cwd, self.logs)
@@ -442,7 +446,9 @@ class Soak:
                 self.violation(index, fault, f"unexpected directory {name} in the receive dir")
                 shutil.rmtree(full)
                 continue
-            if re.fullmatch(r"\.nearby-.*\.partial", name):
+            # A partial file, or the resume record beside one (link safety: a swift-nearby receiver keeps both for
+            # the reconnect window).
+            if re.fullmatch(r"\.nearby-.*\.partial(\.resume)?", name):
                 if adv_alive:
                     self.violation(index, fault, f"partial file {name} left behind by a live receiver")
                     os.unlink(full)
@@ -530,7 +536,17 @@ class Soak:
         """Restarts a killed advertiser; its stale partial files must be gone once it is up again."""
         before = [n for n in os.listdir(target.receive_dir) if n.endswith(".partial")]
         target.start()
-        after = [n for n in os.listdir(target.receive_dir) if n.endswith(".partial")]
+        names = os.listdir(target.receive_dir)
+        # A partial file with a resume record is kept by the restarted receiver for the reconnect window (auto-resume
+        # across a restart, docs/LINK-SAFETY.md): not stale. The soak does not resume it; remove both.
+        resumable = [n for n in names if n.endswith(".partial") and n + ".resume" in names]
+        for name in resumable:
+            for leftover in (name, name + ".resume"):
+                try:
+                    os.unlink(os.path.join(target.receive_dir, leftover))
+                except FileNotFoundError:
+                    pass
+        after = [n for n in names if n.endswith(".partial") and n not in resumable]
         if after:
             self.stale_partials += len(after)
             if STRICT_STALE:
