@@ -145,33 +145,41 @@ struct SendCommand: AsyncParsableCommand {
         }
         await discoverer.stopDiscoveryAndWait()
 
-        // Every peer gets the payloads in order; the peers are served concurrently.
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for peer in peers {
-                group.addTask { try await plan.send(to: peer, manager: manager, session: session, output: output) }
+        do {
+            // Every peer gets the payloads in order; the peers are served concurrently.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for peer in peers {
+                    group.addTask { try await plan.send(to: peer, manager: manager, session: session, output: output) }
+                }
+                try await group.waitForAll()
             }
-            try await group.waitForAll()
-        }
-        if let streamSource, let peer = peers.first {
-            let source = StreamSource(path: streamSource)
-            let id = PayloadID.unique()
-            output.name(id, streamSource == "-" ? "standard input" : URL(fileURLWithPath: streamSource).lastPathComponent)
-            let result = try await sendAndWaitStream(manager, session, id, source: source, peer: peer)
-            let (_, seconds) = output.finishedTransfer(id)
-            output.event(
-                "payload_sent",
-                PayloadSentEvent(
-                    payloadID: String(id), type: "stream", size: result.size, sha256: result.digest, endpointID: peer),
-                human: "sent a stream to \(await session.peer(peer)): "
-                    + "\(EventOutput.summary(size: result.size, seconds: seconds)), sha256 \(result.digest)")
-        }
-        if expectPayloads > 0 {
-            try await withTimeout(timeout, "fewer than \(expectPayloads) payloads received within \(Int(timeout)) s") {
-                await session.waitForReceived(atLeast: expectPayloads)
+            if let streamSource, let peer = peers.first {
+                let source = StreamSource(path: streamSource)
+                let id = PayloadID.unique()
+                output.name(id, streamSource == "-" ? "standard input" : URL(fileURLWithPath: streamSource).lastPathComponent)
+                let result = try await sendAndWaitStream(manager, session, id, source: source, peer: peer)
+                let (_, seconds) = output.finishedTransfer(id)
+                output.event(
+                    "payload_sent",
+                    PayloadSentEvent(
+                        payloadID: String(id), type: "stream", size: result.size, sha256: result.digest, endpointID: peer),
+                    human: "sent a stream to \(await session.peer(peer)): "
+                        + "\(EventOutput.summary(size: result.size, seconds: seconds)), sha256 \(result.digest)")
             }
-        }
-        if linger > 0 {
-            try? await Task.sleep(for: .milliseconds(Int(linger * 1000)))
+            if expectPayloads > 0 {
+                try await withTimeout(timeout, "fewer than \(expectPayloads) payloads received within \(Int(timeout)) s") {
+                    await session.waitForReceived(atLeast: expectPayloads)
+                }
+            }
+            if linger > 0 {
+                try? await Task.sleep(for: .milliseconds(Int(linger * 1000)))
+            }
+        } catch {
+            // A failed run says goodbye too: without it a swift-nearby receiver takes the exit for a broken link and
+            // waits out its reconnect window before it reports the end (and exits).
+            for peer in peers { await manager.disconnect(from: peer) }
+            events.cancel()
+            throw error
         }
         for peer in peers { await manager.disconnect(from: peer) }
         events.cancel()
