@@ -145,6 +145,7 @@ struct SendCommand: AsyncParsableCommand {
         }
         await discoverer.stopDiscoveryAndWait()
 
+        let failure: (any Error)?
         do {
             // Every peer gets the payloads in order; the peers are served concurrently.
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -174,15 +175,15 @@ struct SendCommand: AsyncParsableCommand {
             if linger > 0 {
                 try? await Task.sleep(for: .milliseconds(Int(linger * 1000)))
             }
+            failure = nil
         } catch {
-            // A failed run says goodbye too: without it a swift-nearby receiver takes the exit for a broken link and
-            // waits out its reconnect window before it reports the end (and exits).
-            for peer in peers { await manager.disconnect(from: peer) }
-            events.cancel()
-            throw error
+            failure = error
         }
+        // A failed run says goodbye too: without it a swift-nearby receiver takes the exit for a broken link and
+        // waits out its reconnect window before it reports the end (and exits).
         for peer in peers { await manager.disconnect(from: peer) }
         events.cancel()
+        if let failure { throw failure }
     }
 
     /// Requests a connection to every target (addresses directly, the others once discovery finds them; with no
