@@ -4,9 +4,11 @@ import NearbyConnections
 import NearbyCore
 
 /// A logger that prints nothing below `.critical`: benchmarks measure the stack, not its logging.
+/// The library's logger for the benchmark: critical only, unless `NEARBY_BENCH_LOG` names a level (`debug`,
+/// `info`, …) to see why a run failed (both the parent and the receiver process read it).
 func quietLogger() -> Logger {
     var logger = Logger(label: "nearby-bench") { label in StreamLogHandler.standardError(label: label) }
-    logger.logLevel = .critical
+    logger.logLevel = ProcessInfo.processInfo.environment["NEARBY_BENCH_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
     return logger
 }
 

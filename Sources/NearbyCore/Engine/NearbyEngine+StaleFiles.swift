@@ -3,7 +3,8 @@ import Logging
 
 extension NearbyEngine {
     /// Starts removing the partial files a crashed run left in `directory` (``PartialFiles/removeStale(in:shouldStop:)``)
-    /// in the background. The receive directory may be a large tree (the current directory of a CLI started in a
+    /// in the background, on a thread of its own (``StaleFileSweeper``; skipped when another engine of this process
+    /// is sweeping the same directory). The receive directory may be a large tree (the current directory of a CLI started in a
     /// home or build folder): the sweep once held up advertising for minutes, silently, on a slow file system. It
     /// only deletes files of processes that are gone, so it runs next to transfers of this one.
     ///
@@ -20,8 +21,12 @@ extension NearbyEngine {
             defer { ended.signal() }
             logger.debug("removing stale partial files in the background", metadata: ["directory": "\(directory.path)"])
             let started = ContinuousClock.now
-            let (removed, kept) = PartialFiles.removeStale(
-                in: directory, keepingResumableFor: window, shouldStop: { Task.isCancelled })
+            // On a thread of its own (StaleFileSweeper): blocking work on the cooperative pool starves connections.
+            guard case .swept(let removed, let kept) = await StaleFileSweeper.sweep(directory, keepingResumableFor: window)
+            else {
+                logger.debug("stale partial files: this process is already sweeping the directory")
+                return
+            }
             let metadata: Logger.Metadata = [
                 "count": "\(removed)", "duration": "\(ContinuousClock.now - started)",
                 "cancelled": "\(Task.isCancelled)",
