@@ -33,16 +33,20 @@ final class OrderedOperations: Sendable {
 
     /// Runs `operation` once every earlier one has finished, and returns its result.
     /// - Throws: what `operation` throws, or `CancellationError` when the manager is gone and it cannot run.
+    ///
+    /// The result comes back through a handoff continuation (`withHandoffContinuation`): it is built on the runner's
+    /// thread (advertising sessions, say), and a plain continuation's hand-off is invisible to ThreadSanitizer, which
+    /// then reported the caller's first read of a session as a race with its initialisation.
     func run<Result: Sendable>(_ operation: @escaping @Sendable () async throws -> Result) async throws -> Result {
-        try await withCheckedThrowingContinuation { continuation in
+        try await withHandoffContinuation { (resumer: HandoffResumer<Result>) in
             let outcome = queue.yield {
                 do {
-                    continuation.resume(returning: try await operation())
+                    resumer.resume(returning: try await operation())
                 } catch {
-                    continuation.resume(throwing: error)
+                    resumer.resume(throwing: error)
                 }
             }
-            if case .terminated = outcome { continuation.resume(throwing: CancellationError()) }
+            if case .terminated = outcome { resumer.resume(throwing: CancellationError()) }
         }
     }
 

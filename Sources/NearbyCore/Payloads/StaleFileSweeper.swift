@@ -10,6 +10,9 @@ import Foundation
 /// of its own, and an engine whose receive directory this process is already sweeping skips its own sweep: stale
 /// files are those of processes that are gone, and the sweep under way removes them.
 package enum StaleFileSweeper {
+    /// What a sweep did: how many files it deleted, and the partial files it kept for resuming.
+    package typealias SweepResult = (removed: Int, kept: [ResumableFiles.Kept])
+
     /// The outcome of ``sweep(_:keepingResumableFor:)``.
     package enum Outcome: Sendable {
         /// This process was already sweeping the directory; nothing was done.
@@ -36,23 +39,25 @@ package enum StaleFileSweeper {
     /// is handed the stop check.
     package static func sweep(
         _ directory: URL,
-        work: @escaping @Sendable (_ shouldStop: @escaping () -> Bool) -> (removed: Int, kept: [ResumableFiles.Kept])
+        work: @escaping @Sendable (_ shouldStop: @escaping () -> Bool) -> SweepResult
     ) async -> Outcome {
         let key = directory.standardizedFileURL.path
         let claimed = underWay.withLock { $0.insert(key).inserted }
         guard claimed else { return .alreadyUnderWay }
         let stop = LockedValue(false)
+        // The result is built on the sweep's thread: it comes back through a handoff continuation, whose lock shows
+        // ThreadSanitizer the order a plain continuation's resume hides (see HandoffResumer). It never throws.
         let (removed, kept) = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<(removed: Int, kept: [ResumableFiles.Kept]), Never>) in
+            (try? await withHandoffContinuation { (resumer: HandoffResumer<SweepResult>) in
                 let thread = Thread {
                     // Named from inside: on Linux a new thread starts with its creator's name.
                     Thread.current.name = threadName
                     let result = work { stop.withLock { $0 } }
                     underWay.withLock { _ = $0.remove(key) }
-                    continuation.resume(returning: result)
+                    resumer.resume(returning: result)
                 }
                 thread.start()
-            }
+            }) ?? (removed: 0, kept: [])
         } onCancel: {
             stop.withLock { $0 = true }
         }
