@@ -1,5 +1,6 @@
 import Foundation
 import NearbyCore
+import NearbyTestSupport
 import Testing
 
 /// The start-up sweep of stale partial files runs on a thread of its own, once at a time per directory, and stops
@@ -30,12 +31,7 @@ struct StaleFileSweeperTests {
             }
         }
         // Waits on a thread that is not the pool's: the work above has entered (so the directory is claimed).
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread {
-                gate.entered.wait()
-                continuation.resume()
-            }
-        }
+        try await onOwnThread { gate.entered.wait() }
         let second = await StaleFileSweeper.sweep(directory) { _ in (removed: 99, kept: []) }
         guard case .alreadyUnderWay = second else {
             Issue.record("a second sweep of a directory under way ran: \(second)")
@@ -74,12 +70,7 @@ struct StaleFileSweeperTests {
                 return (removed: visited, kept: [])
             }
         }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread {
-                gate.entered.wait()
-                continuation.resume()
-            }
-        }
+        try await onOwnThread { gate.entered.wait() }
         sweep.cancel()
         guard case .swept = await sweep.value else {
             Issue.record("a cancelled sweep did not return its (partial) result")

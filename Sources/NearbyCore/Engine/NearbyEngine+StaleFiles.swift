@@ -4,9 +4,9 @@ import Logging
 extension NearbyEngine {
     /// Starts removing the partial files a crashed run left in `directory` (``PartialFiles/removeStale(in:shouldStop:)``)
     /// in the background, on a thread of its own (``StaleFileSweeper``; skipped when another engine of this process
-    /// is sweeping the same directory). The receive directory may be a large tree (the current directory of a CLI started in a
-    /// home or build folder): the sweep once held up advertising for minutes, silently, on a slow file system. It
-    /// only deletes files of processes that are gone, so it runs next to transfers of this one.
+    /// is sweeping the same directory). The receive directory may be a large tree (the current directory of a CLI
+    /// started in a home or build folder): the sweep once held up advertising for minutes, silently, on a slow file
+    /// system. It only deletes files of processes that are gone, so it runs next to transfers of this one.
     ///
     /// Partial files with a fresh resume record are kept for their senders (auto-resume across a restart): they go
     /// to `resumable`, and once `window` passed, those nobody claimed are deleted.
