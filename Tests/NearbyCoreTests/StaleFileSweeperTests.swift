@@ -24,7 +24,7 @@ struct StaleFileSweeperTests {
         let gate = Gate()
         let first = Task {
             await StaleFileSweeper.sweep(directory) { _ in
-                gate.threadName.withLock { $0 = Thread.current.name }
+                gate.threadName.withLock { $0 = ThreadName.current }
                 gate.entered.signal()
                 gate.release.wait()
                 return (removed: 3, kept: [])

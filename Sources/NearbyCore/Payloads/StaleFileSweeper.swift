@@ -51,7 +51,7 @@ package enum StaleFileSweeper {
             (try? await withHandoffContinuation { (resumer: HandoffResumer<SweepResult>) in
                 let thread = Thread {
                     // Named from inside: on Linux a new thread starts with its creator's name.
-                    Thread.current.name = threadName
+                    ThreadName.setCurrent(threadName)
                     let result = work { stop.withLock { $0 } }
                     underWay.withLock { _ = $0.remove(key) }
                     resumer.resume(returning: result)
