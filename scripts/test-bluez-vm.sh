@@ -26,10 +26,16 @@
 #       file (1 MiB; NEARBY_BLUEZ_VM_K_BYTES) over L2CAP (--no-upgrade), then (l; NEARBY_BLUEZ_VM_UPGRADE=0 skips it) with the bandwidth upgrade
 #       to Wi-Fi LAN (scripts/test-bluez-vm-send.sh);
 #   (m) `nearby beacons --hci bluez` sees an Eddystone-UID and an iBeacon from Bumble advertisers; (n) rfkill block
-#       and unblock under a BlueZ-backed advertiser (scripts/test-bluez-vm-radio.sh).
+#       and unblock under a BlueZ-backed advertiser (scripts/test-bluez-vm-radio.sh);
+#   (o, only with NEARBY_BLUEZ_VM_CLI=1; not in scripts/test.sh) `nearby advertise` and `nearby discover` with an
+#       explicit `--hci bluez`, as a user types them (no --receive-dir, no --no-upgrade): the advertiser is
+#       discoverable and seen by a Bumble scanner, the discoverer reports a Bumble advertiser's fast Nearby
+#       advertisement (scripts/test-bluez-vm-cli.sh). Opt-in because with o in the run, n's host-side check failed
+#       once (docs/BLUEZ-VM-RIG.md).
 # The guest gets QEMU user networking (for l) and the virtio console as its controller's wire (6x the UART's rate,
-# for k's file); NEARBY_BLUEZ_VM_NET / NEARBY_BLUEZ_VM_WIRE override both, NEARBY_BLUEZ_VM_LE_ACL=251 the
-# controllers' LE ACL buffer size (Bumble's 27 by default).
+# for k's file); NEARBY_BLUEZ_VM_NET / NEARBY_BLUEZ_VM_WIRE override both. The controllers have Bumble's default
+# 27-byte LE ACL buffers; NEARBY_BLUEZ_VM_LE_ACL=251 gives them 251, as the controllers of today's phones and laptops
+# have (LE Data Length Extension; docs/BLUEZ-VM-RIG.md has the results of both).
 # Prints one "ok"/"FAIL" line per test with its time; exits non-zero when any fails. When the guest's command fails
 # before any test reported (no "ok"/"FAIL" line), the whole guest run is repeated once; test failures never are.
 # NEARBY_BLUEZ_VM_GUEST_CMD replaces the guest's command (for debugging, e.g. a script that starts btmon first).
@@ -140,6 +146,8 @@ source "$repo_root/scripts/test-bluez-vm-nearby.sh"
 source "$repo_root/scripts/test-bluez-vm-send.sh"
 # shellcheck source=scripts/test-bluez-vm-radio.sh
 source "$repo_root/scripts/test-bluez-vm-radio.sh"
+# shellcheck source=scripts/test-bluez-vm-cli.sh
+source "$repo_root/scripts/test-bluez-vm-cli.sh"
 
 # --- inside the guest ---------------------------------------------------------------------------------------
 if [[ "${1:-}" == --guest ]]; then
@@ -265,6 +273,7 @@ if [[ "${1:-}" == --guest ]]; then
     bluez_nearby_guest_test
     bluez_send_guest_tests
     bluez_radio_guest_tests
+    [[ "${NEARBY_BLUEZ_VM_CLI:-0}" != 1 ]] || bluez_cli_guest_tests
     exit $((failures > 0))
 fi
 
@@ -314,13 +323,14 @@ total_started="$(now)"
 # Linked controllers: 0 for the guest's BlueZ, 1 for nearby advertise, 2 for the Bumble echo server, 3 and 4 for
 # the Bumble scanner and advertiser of the NearbyBlueZ tests (e-g), 5 and 6 for nearby-l2cap-probe's server and
 # client (tests h and i), 7 for nearby send to the guest's BlueZ-backed nearby advertise (test j), 8 for the
-# nearby advertise that the guest's nearby send finds (k, l), 9 and 10 for the Eddystone and iBeacon beacons (m).
-"$python" Tests/BLE/controllers.py 11 --enhanced-connection-complete ${NEARBY_BLUEZ_VM_LE_ACL:+--le-acl-length=$NEARBY_BLUEZ_VM_LE_ACL} \
+# nearby advertise that the guest's nearby send finds (k, l), 9 and 10 for the Eddystone and iBeacon beacons (m), 11
+# for the Bumble fast advertiser that the guest's nearby discover finds (o).
+"$python" Tests/BLE/controllers.py $((11 + ${NEARBY_BLUEZ_VM_CLI:-0})) --enhanced-connection-complete ${NEARBY_BLUEZ_VM_LE_ACL:+--le-acl-length=$NEARBY_BLUEZ_VM_LE_ACL} \
     >"$work/controllers.out" 2>"$work/controllers.log" &
 pids+=($!)
 wait_for "$work/controllers.out" '^READY' "${pids[-1]}" 20
 read -r _ guest_port advertiser_port echo_port dbus_scanner_port dbus_beacon_port probe_server_port probe_client_port \
-    j_sender_port k_receiver_port m_eddystone_port m_ibeacon_port <"$work/controllers.out"
+    j_sender_port k_receiver_port m_eddystone_port m_ibeacon_port o_beacon_port <"$work/controllers.out"
 
 "$nearby" advertise --service-id com.example.bluez.vm --name vmrig --accept --json --medium ble \
     --hci "tcp:127.0.0.1:$advertiser_port" >"$work/advertise.out" 2>"$work/advertise.log" &
@@ -362,6 +372,7 @@ pids+=($!)
 start_bluez_nearby_sender "$j_sender_port"
 start_bluez_send_receiver "$k_receiver_port"
 start_bluez_radio_peers "$m_eddystone_port" "$m_ibeacon_port"
+[[ "${NEARBY_BLUEZ_VM_CLI:-0}" != 1 ]] || start_bluez_cli_peers "$o_beacon_port"
 
 echo "test-bluez-vm: host side ready in $(since "$total_started") s; booting the guest" >&2
 set +e
@@ -386,6 +397,7 @@ check_bluez_dbus_on_host
 check_bluez_nearby_on_host
 check_bluez_send_on_host "$work/guest.out"
 check_bluez_radio_on_host
+[[ "${NEARBY_BLUEZ_VM_CLI:-0}" != 1 ]] || check_bluez_cli_on_host
 if grep -q '^ok ' "$work/probe-send.out" && grep -q '^served' "$work/probe-serve.out"; then
     echo "ok   h/i (host side): $(grep '^served' "$work/probe-serve.out"); $(grep '^ok ' "$work/probe-send.out")"
 else
@@ -395,7 +407,7 @@ fi
 echo "test-bluez-vm: $( ((rc == 0)) && echo passed || echo "FAILED ($rc)") in $(since "$total_started") s" >&2
 if ((rc != 0)); then
     for f in advertise.log echo.out controllers.log probe-serve.out probe-send.out dbus-beacon.out j-send.out j-send.log \
-        k-advertise.out k-advertise.log; do
+        k-advertise.out k-advertise.log o-beacon.out; do
         printf -- '--- %s (last 20 lines)\n' "$f" >&2
         tail -n 20 "$work/$f" >&2
     done

@@ -27,6 +27,8 @@
 #   NEARBY_BLUEZ_VM_BOOT_TIMEOUT seconds the guest may take to start CMD before it is stopped and booted again
 #                                (default 150; at most one retry, and no retry once CMD started).
 #   NEARBY_BLUEZ_VM_EXPERIMENTAL 1: start bluetoothd with -E (experimental D-Bus interfaces).
+#   NEARBY_BLUEZ_VM_LE_ACL       the LE ACL buffer size (27 to 251) of the controller started here (without
+#                                NEARBY_BLUEZ_VM_HCI_PORT); Bumble's default is 27.
 #   NEARBY_BLUEZ_VM_NET          user: give the guest QEMU user networking (eth0 10.0.2.15; the host's loopback is
 #                                10.0.2.2). Default: no network device.
 #   NEARBY_BLUEZ_VM_WIRE         virtio: the controller's byte stream is a virtio console (/dev/hvc0) instead of the
@@ -253,7 +255,8 @@ trap 'exit 143' TERM
 hci_port="${NEARBY_BLUEZ_VM_HCI_PORT:-}"
 if [[ -z "$hci_port" ]]; then
     python="${NEARBY_BLE_PYTHON:-$repo_root/.venv/bin/python}"
-    "$python" "$repo_root/Tests/BLE/controllers.py" 1 --enhanced-connection-complete >"$run_dir/controllers.out" 2>"$run_dir/controllers.log" &
+    "$python" "$repo_root/Tests/BLE/controllers.py" 1 --enhanced-connection-complete \
+        ${NEARBY_BLUEZ_VM_LE_ACL:+--le-acl-length=$NEARBY_BLUEZ_VM_LE_ACL} >"$run_dir/controllers.out" 2>"$run_dir/controllers.log" &
     controllers_pid=$!
     for ((i = 0; i < 200; i++)); do
         grep -q '^READY' "$run_dir/controllers.out" 2>/dev/null && break

@@ -12,19 +12,21 @@ struct StaleFileSweeperTests {
         let entered = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let threadName = LockedValue<String?>(nil)
+        let niceness = LockedValue<Int32?>(nil)
     }
 
     static func directory() -> URL {
         FileManager.default.temporaryDirectory.appendingPathComponent("nearby-sweeper-\(UUID().uuidString)")
     }
 
-    @Test("The sweep runs on its own thread; a second sweep of the directory meanwhile is skipped, another directory's is not")
+    @Test("The sweep runs on its own low-priority thread; a second sweep of the directory meanwhile is skipped, another directory's is not")
     func ownThreadAndOnePerDirectory() async throws {
         let directory = Self.directory()
         let gate = Gate()
         let first = Task {
             await StaleFileSweeper.sweep(directory) { _ in
                 gate.threadName.withLock { $0 = ThreadName.current }
+                gate.niceness.withLock { $0 = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) }
                 gate.entered.signal()
                 gate.release.wait()
                 return (removed: 3, kept: [])
@@ -48,6 +50,8 @@ struct StaleFileSweeperTests {
             return
         }
         #expect(gate.threadName.withLock { $0 } == StaleFileSweeper.threadName)
+        // At the lowest CPU priority (on Linux the nice value of that thread only).
+        #expect(gate.niceness.withLock { $0 } == 19)
         // Ended, so the directory may be swept again.
         guard case .swept(removed: 5, kept: _) = await StaleFileSweeper.sweep(directory, work: { _ in (removed: 5, kept: []) })
         else {

@@ -107,15 +107,20 @@ class Relay:
                     with self.lock:
                         total = self.forwarded
                         last = not self.cuts
-                    self.reset(pair)
-                    self.say("CUT %d %d" % (self.cut_count, total))
-                    if last and self.refuse_after_cuts:
-                        # shutdown() wakes the accept() blocked in the other thread; close() alone would not.
+                    refusing = last and self.refuse_after_cuts
+                    if refusing:
+                        # Stop listening before the reset: a peer that sees the reset reconnects at once, and
+                        # the kernel would queue that connection on a listener still open (a busy machine let
+                        # a "cut for good" link reconnect). shutdown() wakes the accept() blocked in the other
+                        # thread; close() alone would not.
                         try:
                             self.listener.shutdown(socket.SHUT_RDWR)
                         except OSError:
                             pass
                         self.listener.close()
+                    self.reset(pair)
+                    self.say("CUT %d %d" % (self.cut_count, total))
+                    if refusing:
                         self.say("REFUSING")
                     return
         except OSError:

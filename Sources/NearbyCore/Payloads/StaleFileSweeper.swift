@@ -52,6 +52,9 @@ package enum StaleFileSweeper {
                 let thread = Thread {
                     // Named from inside: on Linux a new thread starts with its creator's name.
                     ThreadName.setCurrent(threadName)
+                    // Housekeeping: it must not take CPU from the connections the engine is opening meanwhile (on
+                    // a slow or loaded machine a busy sweep delayed a connection request past the peer's deadline).
+                    ThreadPriority.lowerCurrentToBackground()
                     let result = work { stop.withLock { $0 } }
                     underWay.withLock { _ = $0.remove(key) }
                     resumer.resume(returning: result)
