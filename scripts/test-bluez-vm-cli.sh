@@ -7,7 +7,7 @@
 #     before anything else: 2-4 minutes in this guest, in silence;
 #   - the discoverer must report a Bumble advertiser's fast Nearby advertisement (host controller 11, started when
 #     the guest writes o-ready, so that earlier tests do not see it).
-# Uses the caller's now/since/report (guest) and work/pids/python/known_runs/rc (host).
+# Uses the caller's now/since/report (guest) and work/pids/python/rc/bluez_vm_await_flag (host).
 # shellcheck shell=bash
 
 o_service=com.example.bluez.o
@@ -81,28 +81,17 @@ bluez_cli_guest_tests() {
 # 120 s), and a watcher that writes o-seen once the scanner of e-g saw the guest's advertiser (after o-advertising).
 start_bluez_cli_peers() {
     (
-        for ((i = 0; i < 6000; i++)); do
-            for run in .build-vm/runs/run.*; do
-                [[ -f "$run/o-ready" ]] && ! grep -qxF "$run" <<<"$known_runs" || continue
-                exec "$python" Tests/BLE/peer.py advertise "$1" "$o_beacon_address" "$o_beacon_ad" 120
-            done
-            sleep 0.1
-        done
+        bluez_vm_await_flag o-ready 6000 >/dev/null || exit 0
+        exec "$python" Tests/BLE/peer.py advertise "$1" "$o_beacon_address" "$o_beacon_ad" 120
     ) >"$work/o-beacon.out" 2>&1 &
     pids+=($!)
     (
-        for ((i = 0; i < 6000; i++)); do
-            for run in .build-vm/runs/run.*; do
-                [[ -f "$run/o-advertising" ]] && ! grep -qxF "$run" <<<"$known_runs" || continue
-                for ((j = 0; j < 300; j++)); do
-                    if grep -q "^FEF3 F0:F1:F2:F3:F4:00 .*$o_name_hex" "$work/dbus-scan.out"; then
-                        touch "$run/o-seen"
-                        break
-                    fi
-                    sleep 0.1
-                done
-                exit 0
-            done
+        run="$(bluez_vm_await_flag o-advertising 6000)" || exit 0
+        for ((j = 0; j < 300; j++)); do
+            if grep -q "^FEF3 F0:F1:F2:F3:F4:00 .*$o_name_hex" "$work/dbus-scan.out"; then
+                touch "$run/o-seen"
+                break
+            fi
             sleep 0.1
         done
     ) &

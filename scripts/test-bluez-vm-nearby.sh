@@ -1,7 +1,7 @@
 # Sourced by scripts/test-bluez-vm.sh (on the host and in the guest): test j, a BlueZ-backed `nearby advertise`
 # (no --hci: BlueZ is the default radio; BlueZGAP advertising through LEAdvertisingManager1, a kernel L2CAP server) in the guest that our
 # user-space host's `nearby send --hci tcp:...` on the host finds and sends bytes and a 100 kB file to.
-# Uses the caller's now/since/report (guest) and work/pids/nearby/known_runs/rc (host).
+# Uses the caller's now/since/report (guest) and work/pids/nearby/rc/bluez_vm_await_flag (host).
 # shellcheck shell=bash
 
 # --- BlueZ-backed nearby advertise (test j) --------------------------------------------------------------------
@@ -85,18 +85,10 @@ start_bluez_nearby_sender() {
     export NEARBY_J_FILE_SHA256
     (
         for attempt in 1 2; do
-            sent=0
-            for ((i = 0; i < 3000 && !sent; i++)); do
-                for run in .build-vm/runs/run.*; do
-                    [[ -f "$run/j-ready$attempt" ]] && ! grep -qxF "$run" <<<"$known_runs" || continue
-                    timeout 50 "$nearby" send --service-id "$j_service" --to-name "vmj$attempt" --name hostj --accept --json \
-                        --bytes "$j_bytes" --file "$work/j.bin" --medium ble --hci "tcp:127.0.0.1:$1" --no-upgrade \
-                        --timeout 45 >"$work/j-send$attempt.out" 2>"$work/j-send$attempt.log"
-                    sent=1
-                    break
-                done
-                sleep 0.1
-            done
+            bluez_vm_await_flag "j-ready$attempt" 3000 >/dev/null || continue
+            timeout 50 "$nearby" send --service-id "$j_service" --to-name "vmj$attempt" --name hostj --accept --json \
+                --bytes "$j_bytes" --file "$work/j.bin" --medium ble --hci "tcp:127.0.0.1:$1" --no-upgrade \
+                --timeout 45 >"$work/j-send$attempt.out" 2>"$work/j-send$attempt.log"
         done
     ) &
     pids+=($!)

@@ -7,7 +7,7 @@
 #       it again (/sys/class/rfkill/rfkillN/soft: the host has no rfkill tool and shares its root filesystem; the
 #       switch is the one `rfkill block bluetooth` sets through /dev/rfkill). The probe reports the adapter powered
 #       off, then powered again; the host's Bumble scanner sees the advertisement after the unblock.
-# Uses the caller's now/since/report (guest) and work/pids/python/rc/wait_for (host).
+# Uses the caller's now/since/report (guest) and work/pids/python/rc/wait_for/bluez_vm_await_flag (host).
 # shellcheck shell=bash
 
 m_eddystone_address=C0:00:00:00:00:ED
@@ -94,21 +94,15 @@ start_bluez_radio_peers() {
     pids+=($!)
     wait_for "$work/m-ibeacon.out" '^READY' "${pids[-1]}" 20
     (
-        for ((i = 0; i < 6000; i++)); do
-            for run in .build-vm/runs/run.*; do
-                [[ -f "$run/n-unblocked" ]] && ! grep -qxF "$run" <<<"$known_runs" || continue
-                offset="$(wc -l <"$work/dbus-scan.out")"
-                echo "$offset" >"$work/n-offset"
-                # Tell the guest once the scanner has seen the advertisement again, so it stops advertising then.
-                for ((j = 0; j < 300; j++)); do
-                    if tail -n +"$((offset + 1))" "$work/dbus-scan.out" | grep -q "^FEF3 .* $n_adv_data\$"; then
-                        touch "$run/n-seen"
-                        break
-                    fi
-                    sleep 0.1
-                done
-                exit 0
-            done
+        run="$(bluez_vm_await_flag n-unblocked 6000)" || exit 0
+        offset="$(wc -l <"$work/dbus-scan.out")"
+        echo "$offset" >"$work/n-offset"
+        # Tell the guest once the scanner has seen the advertisement again, so it stops advertising then.
+        for ((j = 0; j < 300; j++)); do
+            if tail -n +"$((offset + 1))" "$work/dbus-scan.out" | grep -q "^FEF3 .* $n_adv_data\$"; then
+                touch "$run/n-seen"
+                break
+            fi
             sleep 0.1
         done
     ) &

@@ -9,7 +9,7 @@
 #       reaches them through QEMU's NAT (slirp connects from the host's namespace), so the connection moves to
 #       Wi-Fi LAN. No mDNS is involved: the upgrade frame carries the address and port. Runs when the guest has
 #       eth0 (NEARBY_BLUEZ_VM_UPGRADE=0 skips it).
-# Uses the caller's now/since/report (guest) and work/pids/nearby/rc (host).
+# Uses the caller's now/since/report (guest) and work/pids/nearby/rc/bluez_vm_await_flag (host).
 # shellcheck shell=bash
 
 k_service=com.example.bluez.k
@@ -81,15 +81,10 @@ bluez_send_guest_tests() {
 start_bluez_send_receiver() {
     mkdir -p "$work/k-inbox"
     (
-        for ((i = 0; i < 3000; i++)); do
-            for run in .build-vm/runs/run.*; do
-                [[ -f "$run/k-ready" ]] && ! grep -qxF "$run" <<<"$known_runs" || continue
-                exec "$nearby" advertise --service-id "$k_service" --name hostk --accept --json --medium ble \
-                    ${NEARBY_BLUEZ_VM_SEND_VERBOSE:+--verbose} \
-                    --hci "tcp:127.0.0.1:$1" --receive-dir "$work/k-inbox" 2>"$work/k-advertise.log"
-            done
-            sleep 0.1
-        done
+        bluez_vm_await_flag k-ready 3000 >/dev/null || exit 0
+        exec "$nearby" advertise --service-id "$k_service" --name hostk --accept --json --medium ble \
+            ${NEARBY_BLUEZ_VM_SEND_VERBOSE:+--verbose} \
+            --hci "tcp:127.0.0.1:$1" --receive-dir "$work/k-inbox" 2>"$work/k-advertise.log"
     ) >"$work/k-advertise.out" &
     pids+=($!)
 }

@@ -140,6 +140,19 @@ check_bluez_dbus_on_host() {
 }
 
 # Test j (a BlueZ-backed nearby advertise in the guest, nearby send from the host): its functions.
+# On the host: waits until a guest run that started after this script's (not in $known_runs) writes FLAG to its run
+# folder, checking every 0.1 s at most TENTHS times; prints that run folder, or returns 1 when none did.
+bluez_vm_await_flag() { # bluez_vm_await_flag FLAG TENTHS
+    local i run
+    for ((i = 0; i < $2; i++)); do
+        for run in .build-vm/runs/run.*; do
+            [[ -f "$run/$1" ]] && ! grep -qxF "$run" <<<"$known_runs" && { echo "$run"; return 0; }
+        done
+        sleep 0.1
+    done
+    return 1
+}
+
 # shellcheck source=scripts/test-bluez-vm-nearby.sh
 source "$repo_root/scripts/test-bluez-vm-nearby.sh"
 # shellcheck source=scripts/test-bluez-vm-send.sh
@@ -358,14 +371,10 @@ read -r _ NEARBY_PROBE_SERVER_ADDRESS NEARBY_PROBE_SERVER_PSM <"$work/probe-serv
 export NEARBY_PROBE_SERVER_ADDRESS NEARBY_PROBE_SERVER_PSM
 known_runs="$(ls -d .build-vm/runs/run.* 2>/dev/null || true)"
 (
-    for ((i = 0; i < 3000; i++)); do
-        for run in .build-vm/runs/run.*; do
-            [[ -f "$run/kernel-psm" ]] && ! grep -qxF "$run" <<<"$known_runs" || continue
-            exec "$probe" send "tcp:127.0.0.1:$probe_client_port" F0:F1:F2:F3:F4:00/public "$(cat "$run/kernel-psm")" \
-                "$NEARBY_PROBE_BYTES" 2000
-        done
-        sleep 0.1
-    done
+    if run="$(bluez_vm_await_flag kernel-psm 3000)"; then
+        exec "$probe" send "tcp:127.0.0.1:$probe_client_port" F0:F1:F2:F3:F4:00/public "$(cat "$run/kernel-psm")" \
+            "$NEARBY_PROBE_BYTES" 2000
+    fi
     echo "FAIL no kernel-psm from the guest"
 ) >"$work/probe-send.out" 2>&1 &
 pids+=($!)
