@@ -55,6 +55,9 @@ package final class ScriptedHCITransport: HCITransport {
         state.withLock { $0.replies[opcode.rawValue] = reply }
     }
 
+    /// Whether the host closed this transport.
+    package var isClosed: Bool { state.withLock { $0.closed } }
+
     /// The opcodes of every command written so far, in order.
     package var commands: [HCIOpcode] { state.withLock { $0.commands } }
 

@@ -140,6 +140,14 @@ actor HostProvider {
         self.machine = HostRecovery(backoff: backoff)
     }
 
+    /// The radio was released without ``shutdown()`` (its manager let go of it): the controller's transport is
+    /// closed here, synchronously (nothing is started). That ends the host's reader task, fails what was pending
+    /// on the host, and lets the host go: it holds itself through our failure observer until its transport ends,
+    /// so without this every released radio kept its host, its reader task and its controller connection.
+    deinit {
+        current?.transport.close()
+    }
+
     func host() async throws -> BLEHost {
         if let current {
             if let reason = await current.failureReason {
@@ -196,7 +204,12 @@ actor HostProvider {
         let task = Task<BLEHost, any Error> { [weak self] in
             do {
                 let host = try await openHost()
-                await self?.opened(host, id: id)
+                guard let self else {
+                    // The radio was released while its controller was being opened: nobody will use this host.
+                    await host.close()
+                    throw NearbyError(.mediumUnavailable, "the BLE radio was released while opening its controller")
+                }
+                await self.opened(host, id: id)
                 return host
             } catch {
                 let nearby = error as? NearbyError
