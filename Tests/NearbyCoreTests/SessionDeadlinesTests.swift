@@ -99,4 +99,21 @@ struct SessionDeadlinesTests {
         #expect(young.actions == [.schedule(.writeDeadline, after: .seconds(4))])
         #expect(deadlines.fired(.writeDeadline, now: .seconds(24), writer: writing).expiry == .stalledWrite(.seconds(10)))
     }
+
+    /// A peer that floods us and stops reading: our writer is stuck and, held back by it, our reads stop too, so the
+    /// silence and the write deadline pass together. On a busy machine the keep-alive timer may run first (the
+    /// integration test `StalledPeerTests` saw "nothing heard" under load); the stuck write is still named.
+    @Test("Silence while a write is stuck past its own deadline is reported as the stalled write", .timeLimit(.minutes(5)))
+    func silenceBehindAStuckWrite() {
+        var deadlines = Self.deadlines(writeTimeout: .seconds(30))
+        _ = deadlines.initiated(now: .zero)
+        deadlines.frameRead(at: .seconds(11))
+        let stuck = SessionDeadlines.WriterStatus(
+            lastWrite: .seconds(9), writeStartedAt: .seconds(10), isIdle: false, holdsKeepAlives: false)
+        #expect(deadlines.fired(.keepAliveTimeout, now: .seconds(41), writer: stuck).expiry == .stalledWrite(.seconds(30)))
+        // A write that started later has not outlived its deadline: the silence is the peer's.
+        let young = SessionDeadlines.WriterStatus(
+            lastWrite: .seconds(30), writeStartedAt: .seconds(35), isIdle: false, holdsKeepAlives: false)
+        #expect(deadlines.fired(.keepAliveTimeout, now: .seconds(41), writer: young).expiry == .silence(.seconds(30)))
+    }
 }

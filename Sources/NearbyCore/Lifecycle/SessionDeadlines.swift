@@ -163,7 +163,15 @@ package struct SessionDeadlines: Sendable {
         case .keepAliveTimeout:
             if deliveringStreamChunk { return (nil, [.schedule(.keepAliveTimeout, after: keepAlive.timeout)]) }
             let silent = now - lastRead
-            if silent >= keepAlive.timeout { return (.silence(keepAlive.timeout), []) }
+            if silent >= keepAlive.timeout {
+                // A peer that stops reading goes unheard too (our reads wait for room in the stuck writer), so both
+                // deadlines pass together; which timer runs first on a busy machine is chance. The stuck write is
+                // the cause when it outlived its own deadline as well.
+                if let started = writer.writeStartedAt, now - started >= writeDeadline {
+                    return (.stalledWrite(writeDeadline), [])
+                }
+                return (.silence(keepAlive.timeout), [])
+            }
             return (nil, [.schedule(.keepAliveTimeout, after: keepAlive.timeout - silent)])
         case .keepAliveSend:
             let sinceWrite = now - writer.lastWrite
