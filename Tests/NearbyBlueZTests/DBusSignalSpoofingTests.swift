@@ -44,6 +44,10 @@ import Testing
 
             // The name moves to another connection: its signals count, the old owner's no longer do.
             await first.close()
+            // The bus daemon notices the closed connection on its own time; until it has, the name is still taken.
+            _ = try await eventually(within: 30, "the first owner's name released") {
+                try await client.nameHasOwner("com.example.Daemon") ? nil : true
+            }
             let second = try await bus.connect()
             #expect(try await second.requestName("com.example.Daemon") == 1)
             try await barrier(second)
