@@ -30,6 +30,8 @@ public struct BLEBeaconScanner: AdvertisingReportSource {
             of: NearbyMessages.AdvertisingReport.self, throwing: (any Error).self)
         let spec = self.radio
         let logger = self.logger
+        // Owner: the stream: its `onTermination` cancels it (the consumer stopped iterating); it also ends when the
+        // radio cannot be opened or its scan fails or ends.
         let task = Task {
             let radio = MediumFactory.radio(spec, logger: logger)
             do {

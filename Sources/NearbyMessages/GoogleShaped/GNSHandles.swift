@@ -12,7 +12,9 @@ extension Subscription: GNSOperation {}
 /// The part the two handles share: start in the background, report the status, stop when released.
 final class GNSHandleCore<Operation: GNSOperation>: Sendable {
     let status: GNSOperationStatusHandler?
-    private let state = LockedValue<(task: Task<Void, Never>?, operation: Operation?, released: Bool)>((nil, nil, false))
+    private let state = LockedValue<
+        (task: Task<Void, Never>?, operation: Operation?, released: Bool, releasedStops: TaskScope?)
+    >((nil, nil, false, nil))
 
     init(status: GNSOperationStatusHandler?) {
         self.status = status
@@ -24,6 +26,10 @@ final class GNSHandleCore<Operation: GNSOperation>: Sendable {
         manager: MessageManager, permissionRequest: GNSPermissionRequestHandler?,
         _ body: @escaping @Sendable () async throws -> Operation
     ) {
+        state.withLock { $0.releasedStops = manager.releasedStops }
+        // Owner: this handle keeps it in `state.task` and never cancels it (releasing the handle lets the start
+        // finish, then the operation is cancelled at once). It ends when `body` returns or throws, or at once when
+        // consent is refused; a `permissionRequest` that never calls back keeps it waiting.
         let task = Task { [weak self, status] in
             status?(.starting)
             if let permissionRequest, !manager.isConsentGranted {
@@ -64,13 +70,13 @@ final class GNSHandleCore<Operation: GNSOperation>: Sendable {
     }
 
     deinit {
-        let operation = state.withLock { state -> Operation? in
+        let (operation, releasedStops) = state.withLock { state -> (Operation?, TaskScope?) in
             state.released = true
-            return state.operation
+            return (state.operation, state.releasedStops)
         }
-        if let operation {
+        if let operation, let releasedStops {
             let status = self.status
-            Task {
+            releasedStops.spawn {
                 await operation.cancel()
                 status?(.inactive)
             }

@@ -42,6 +42,10 @@ public final class MessageManager: Sendable {
     let radio = RadioStateMonitor()
     /// The clock of the found/lost, TTL and retry timers.
     let clock: NearbyClock
+    /// The stopping of publications, subscriptions and Google-shaped handles released without being cancelled: a
+    /// `deinit` starts no task, it hands its (asynchronous) stop to this scope. Never cancelled, so each stop runs to
+    /// its end; once the manager and those objects are released, the scope closes itself after them.
+    let releasedStops = TaskScope()
     private let grantedForThisRun = LockedValue(false)
     private let consentToken: UUID?
 

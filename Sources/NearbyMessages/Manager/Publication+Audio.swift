@@ -13,6 +13,8 @@ extension Publication {
             return
         }
         let clock = owner.clock
+        // Owner: this publication (`audioPlayback`); `cancel()` cancels and awaits it, `deinit` cancels it. It ends
+        // when cancelled (the loop checks cancellation and the sleep and the player throw on it).
         let task = Task { [logger] in
             let failing = LockedValue(false)
             while !Task.isCancelled {
@@ -32,7 +34,6 @@ extension Publication {
                 do { try await clock.sleep(for: settings.retryAfter) } catch { return }
             }
         }
-        tasks.withLock { $0.append(task) }
         audioPlayback.withLock { $0 = task }
     }
 

@@ -18,9 +18,14 @@ public final class Publication: Sendable {
     private let advertiser: Advertiser
     /// The delivery to interested subscriptions, in discovery mode `.scan`.
     let delivery: PublicationDelivery?
-    let tasks = LockedValue<[Task<Void, Never>]>([])
-    /// The loop playing the audio token (Publication+Audio.swift), also in `tasks`.
+    /// The serving of connection events (with the lingering subscribers' timers as its children) and the TTL
+    /// timer: ``cancel()`` and `deinit` cancel them without waiting (the TTL timer's child calls ``cancel()``
+    /// itself, so nothing here awaits the scope).
+    let tasks: TaskScope
+    /// The loop playing the audio token (Publication+Audio.swift); ``cancel()`` cancels and awaits it.
     let audioPlayback = LockedValue<Task<Void, Never>?>(nil)
+    /// Where `deinit` hands the stopping of a publication released without ``cancel()``: its manager's.
+    private let releasedStops: TaskScope
     private let stopped = LockedValue(false)
 
     /// How long a subscriber may stay connected after it received the message.
@@ -28,8 +33,10 @@ public final class Publication: Sendable {
 
     private init(
         message: Message, connections: ConnectionManager, advertiser: Advertiser, delivery: PublicationDelivery?,
-        mediums: [MediumKind]
+        mediums: [MediumKind], tasks: TaskScope, releasedStops: TaskScope
     ) {
+        self.tasks = tasks
+        self.releasedStops = releasedStops
         self.message = message
         self.delivery = delivery
         self.connections = connections
@@ -59,7 +66,8 @@ public final class Publication: Sendable {
             : nil
         // Subscribe to the events before advertising so no request is missed.
         let events = connections.events
-        let serving = Task { [logger] in
+        let tasks = TaskScope()
+        tasks.spawn { [logger] in await withDiscardingTaskGroup { lingering in
             for await event in events {
                 await delivery?.handle(event)
                 switch event {
@@ -79,16 +87,17 @@ public final class Publication: Sendable {
                     }
                 case .transferUpdate(let id, _, .success, _, true, _, _):
                     // The subscriber disconnects once it has the message; a peer that lingers would hold the one
-                    // point-to-point connection, so it is dropped after a while.
-                    Task {
-                        try? await clock.sleep(for: Self.lingerLimit)
+                    // point-to-point connection, so it is dropped after a while (unless the publication stops
+                    // first: its connections close then anyway).
+                    lingering.addTask {
+                        do { try await clock.sleep(for: Self.lingerLimit) } catch { return }
                         await connections.disconnect(from: id)
                     }
                 default:
                     break
                 }
             }
-        }
+        } }
 
         let advertiser = Advertiser(connectionManager: connections)
         var sessions: [any AdvertisingSession] = []
@@ -98,7 +107,7 @@ public final class Publication: Sendable {
             }
             try await delivery?.start()
         } catch {
-            serving.cancel()
+            tasks.cancel()
             await connections.shutdown()
             if let nearby = error as? NearbyError, nearby.code == .mediumUnavailable { owner.onMDNSProblem(nearby) }
             throw error
@@ -108,19 +117,17 @@ public final class Publication: Sendable {
             "publishing", metadata: ["mediums": "\(sessions.map(\.medium))", "inline": "\(!isLarge)"])
         let publication = Publication(
             message: message, connections: connections, advertiser: advertiser, delivery: delivery,
-            mediums: sessions.map(\.medium))
-        publication.tasks.withLock { $0.append(serving) }
+            mediums: sessions.map(\.medium), tasks: tasks, releasedStops: owner.releasedStops)
         if let audioToken { publication.startAudio(audioToken, owner: owner) }
         if let ttl = options.ttl {
             let onExpired = options.onExpired
-            let expiry = Task { [weak publication] in
+            tasks.spawn { [weak publication, logger] in
                 do { try await clock.sleep(for: ttl) } catch { return }
                 guard let publication else { return }
                 logger.debug("publication expired")
                 await publication.cancel()
                 onExpired?()
             }
-            publication.tasks.withLock { $0.append(expiry) }
         }
         return publication
     }
@@ -131,7 +138,8 @@ public final class Publication: Sendable {
     /// Stops publishing: the advertisement is withdrawn (subscribers see the message lost) and connections close.
     public func cancel() async {
         guard stopped.withLock({ wasStopped in defer { wasStopped = true }; return !wasStopped }) else { return }
-        for task in tasks.withLock({ $0 }) { task.cancel() }
+        tasks.cancel()
+        audioPlayback.withLock { $0 }?.cancel()
         await waitForAudioToStop()
         await delivery?.stop()
         await advertiser.stopAdvertisingAndWait()
@@ -139,11 +147,12 @@ public final class Publication: Sendable {
     }
 
     deinit {
-        for task in tasks.withLock({ $0 }) { task.cancel() }
+        tasks.cancel()
+        audioPlayback.withLock { $0 }?.cancel()
         guard !stopped.withLock({ $0 }) else { return }
         let connections = self.connections
         let advertiser = self.advertiser
-        Task {
+        releasedStops.spawn {
             await advertiser.stopAdvertisingAndWait()
             await connections.shutdown()
         }

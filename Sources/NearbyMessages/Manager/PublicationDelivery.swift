@@ -85,18 +85,16 @@ final class PublicationDelivery: Sendable {
             case .deliver(let id):
                 logger.debug("delivering the message", metadata: ["peer": "\(id)"])
                 let envelope = Data(self.envelope)
-                Task { [weak self, discoverer] in
-                    do {
-                        try await discoverer.requestConnection(to: id, using: envelope)
-                    } catch {
-                        self?.logger.debug("delivery failed", metadata: ["peer": "\(id)", "error": "\(error)"])
-                        self?.step { $0.finished(id) }
-                    }
+                // The request runs as a child of the connection manager's task scope (the callback form).
+                discoverer.requestConnection(to: id, using: envelope) { [weak self] error in
+                    guard let error else { return }
+                    self?.logger.debug("delivery failed", metadata: ["peer": "\(id)", "error": "\(error)"])
+                    self?.step { $0.finished(id) }
                 }
             case .abandon(let id):
                 logger.debug("delivery takes too long, giving up", metadata: ["peer": "\(id)"])
-                Task { [weak self, connections] in
-                    await connections.disconnect(from: id)
+                // The disconnection runs as a child of the connection manager's task scope (the callback form).
+                connections.disconnect(from: id) { [weak self] _ in
                     self?.step { $0.finished(id) }
                 }
             default:

@@ -84,6 +84,8 @@ package final class RadioStateMonitor: Sendable {
             logger.debug("cannot watch avahi-daemon", metadata: ["error": "\(error)"])
             return
         }
+        // Owner: none keeps the handle; it ends when `states` finishes, which this monitor's `deinit` does (the
+        // continuation is kept in `mdnsWatch`).
         Task { [weak self] in
             for await notRunning in states {
                 if let why = notRunning {

@@ -23,7 +23,7 @@ extension Subscription {
         let settings = owner.audio.values.withLock { $0 }
         state.withLock { $0.audio = AudioScanState(gate: AudioPresenceGate(audibleFor: settings.audibleFor)) }
         let clock = self.clock
-        let task = Task { [weak self] in
+        tasks.spawn { [weak self] in
             let cleared = AudioDeviceStatus(device: .microphone, hasError: false)
             var failing = false
             var reopenAtOnce = false
@@ -60,7 +60,6 @@ extension Subscription {
                 do { try await clock.sleep(for: settings.retryAfter) } catch { return }
             }
         }
-        tasks.withLock { $0.append(task) }
         owner.logger.debug("listening for audio tokens")
     }
 

@@ -36,7 +36,9 @@ public final class Subscription: AsyncSequence, Sendable {
     /// Timer starts and stops and found/lost deliveries are posted under the lock and run after it, in the order
     /// of the tracker steps (the lock rule, docs/ARCHITECTURE.md).
     let state: LockedOutbox<State>
-    let tasks = LockedValue<[Task<Void, Never>]>([])
+    /// The event router, the beacon scan, the TTL timer and the audio listener: ``cancel()`` and `deinit` cancel
+    /// them without waiting (the TTL timer's child calls ``cancel()`` itself, so nothing here awaits the scope).
+    let tasks = TaskScope()
     private let owner: MessageManager
     let clock: NearbyClock
     private let connections = LockedValue<(manager: ConnectionManager, discoverer: Discoverer)?>(nil)
@@ -124,20 +126,19 @@ public final class Subscription: AsyncSequence, Sendable {
                 connections: manager, subscriberScans: mode.contains(.scan), options: options, logger: logger)
             : nil
         deliveries.withLock { $0 = broadcasting }
-        let task = Task { [weak self] in
+        let task = tasks.spawnCancellable { [weak self] in
             for await event in events {
                 guard let self else { return }
                 await self.handle(event, manager: manager, discoverer: discoverer)
             }
         }
-        tasks.withLock { $0.append(task) }
         do {
             if mode.contains(.scan) { try await discoverer.startDiscovery() }
             if let broadcasting {
                 for session in try await broadcasting.start() { owner.reportAdvertising(session) }
             }
         } catch {
-            task.cancel()
+            task?.cancel()
             await manager.shutdown()
             connections.withLock { $0 = nil }
             throw error
@@ -148,7 +149,7 @@ public final class Subscription: AsyncSequence, Sendable {
     func startBeaconScan(_ source: any AdvertisingReportSource) {
         let reports = source.advertisingReports(options.beaconStrategy.scanSettings)
         let owner = self.owner
-        let task = Task { [weak self] in
+        tasks.spawn { [weak self] in
             do {
                 for try await report in reports {
                     guard let self else { return }
@@ -159,7 +160,6 @@ public final class Subscription: AsyncSequence, Sendable {
                 owner.onBluetoothProblem(nearby)
             }
         }
-        tasks.withLock { $0.append(task) }
         logger.debug("scanning for beacons", metadata: ["lowDutyCycle": "\(options.beaconStrategy.scanSettings.lowDutyCycle)"])
     }
 
@@ -168,14 +168,13 @@ public final class Subscription: AsyncSequence, Sendable {
         if let ttl = options.ttl {
             let onExpired = options.onExpired
             let clock = self.clock
-            let expiry = Task { [weak self] in
+            tasks.spawn { [weak self] in
                 do { try await clock.sleep(for: ttl) } catch { return }
                 guard let self else { return }
                 self.logger.debug("subscription expired")
                 await self.cancel()
                 onExpired?()
             }
-            tasks.withLock { $0.append(expiry) }
         }
     }
 
@@ -189,7 +188,7 @@ public final class Subscription: AsyncSequence, Sendable {
         }
         guard !wasStopped else { return }
         stopTimers()
-        for task in tasks.withLock({ $0 }) { task.cancel() }
+        tasks.cancel()
         fanOut.finish()
         await deliveries.withLock({ $0 })?.stop()
         if let (manager, discoverer) = connections.withLock({ $0 }) {
@@ -208,11 +207,11 @@ public final class Subscription: AsyncSequence, Sendable {
 
     deinit {
         stopTimers()
-        for task in tasks.withLock({ $0 }) { task.cancel() }
+        tasks.cancel()
         fanOut.finish()
         let deliveries = self.deliveries.withLock { $0 }
         if let (manager, discoverer) = connections.withLock({ $0 }) {
-            Task {
+            owner.releasedStops.spawn {
                 await deliveries?.stop()
                 await discoverer.stopDiscoveryAndWait()
                 await manager.shutdown()

@@ -106,6 +106,8 @@ public typealias PermissionRequestHandler = @Sendable () async -> ConsentDecisio
 public let terminalPermissionRequest: PermissionRequestHandler = {
     guard isatty(STDIN_FILENO) == 1, isatty(STDERR_FILENO) == 1 else { return .deny }
     FileHandle.standardError.write(Data("Allow this program to discover and be discovered by nearby devices? [y/N] ".utf8))
+    // Owner: awaited here at once; it ends when `readLine()` returns (a line, or the end of standard input), which
+    // cancellation does not hasten. Detached so the blocking read stays off the caller's executor.
     let answer = await Task.detached { readLine() }.value
     return answer?.lowercased().hasPrefix("y") == true ? .grant : .deny
 }

@@ -57,6 +57,9 @@ final class ServiceEventRoute: Sendable {
         if onFound != nil || onLost != nil {
             let (calls, callsContinuation) = AsyncStream<MessageEvent>.makeStream()
             handlers = callsContinuation
+            // Owner: the route keeps its input (`handlers`); it ends once the route's `finish(throwing:)` finished
+            // that stream (the subscription is removed or the connection ended) or the route is released, after the
+            // handlers were called for every event delivered before.
             Task {
                 for await event in calls {
                     switch event.kind {

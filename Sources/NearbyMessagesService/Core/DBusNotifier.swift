@@ -42,6 +42,8 @@ final class DBusNotifier: ServiceNotifier {
             throw error
         }
         let (events, queue) = AsyncStream<ServiceEvent>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        // Owner: this notifier (`worker`, never awaited); its `deinit` finishes `queue`, and the task ends once the
+        // queued notifications were sent (each call times out after 5 s), then closes the bus.
         let worker = Task {
             var warned = false
             for await event in events {

@@ -195,6 +195,8 @@ public actor MessageService {
         let manager = try manager(for: entry.serviceID)
         let ttl = entry.expiresAt.map { Duration.milliseconds(Int64(max(1, $0.timeIntervalSince(now()) * 1000))) }
         let handle = entry.handle
+        // Owner: none keeps the handle (the TTL timer's callback is synchronous); it ends when `expired(_:)` has
+        // stopped the item, or at once when the service is gone.
         let onExpired: @Sendable () -> Void = { [weak self] in Task { await self?.expired(handle) } }
         var item = Item(entry: entry, owner: owner)
         do {
@@ -213,6 +215,8 @@ public actor MessageService {
                     options: SubscribeOptions(strategy: strategy, filter: filter, ttl: ttl, onExpired: onExpired))
                 let events = subscription.events
                 item.subscription = subscription
+                // Owner: this service (`Item.forwarding`); `cancel(_:)` cancels it when the item stops or the
+                // service shuts down; it also ends when the subscription's events end.
                 item.forwarding = Task { [weak self] in
                     for await event in events { await self?.deliver(event, from: handle) }
                 }
