@@ -115,12 +115,17 @@ extension EndpointSession {
         let onEnd = self.onEnd
         let drainTimeout = timeouts.drainBeforeClose
         let clock = self.clock
+        // Owner: this session (`closeTask`), whose `disconnect()` awaits it for at most `disconnectReturnBound`; it
+        // ends once the writer ended (within `drainBeforeClose`: then the channel is closed under a stuck write),
+        // `closeDelay` passed, the channels are closed and the upgrade released; `onEnd` then tells the engine.
         closeTask = Task {
             var drained = !closeAtOnce
             if closeAtOnce { await writer.channel.close() }
             if let writerTask {
                 // A peer that stopped reading must not keep the socket open forever: after the bound, closing the
                 // channel fails the write that is stuck, and the writer then reaches its end marker.
+                // Owner: this close task, which cancels it once the writer ended and awaits its value; cancelled,
+                // it ends at once.
                 let cutoff = Task { () -> Bool in
                     try? await clock.sleep(for: drainTimeout)
                     if Task.isCancelled { return false }

@@ -48,6 +48,8 @@ extension EndpointSession {
             await self?.linkTimerFired(.reconnectWindow, generation: generation)
         }
         reconnectTask?.cancel()
+        // Owner: this session (`reconnectTask`): `end()` and the next reconnect cancel it; it ends once a new channel
+        // is adopted, the window passed (`end()`), or it is cancelled (`seekChannel` stops between attempts).
         reconnectTask = Task { [weak self] in
             await broken.close()
             await writing.close()
@@ -113,6 +115,8 @@ extension EndpointSession {
         let endpointID = localEndpointID
         let timeout = timeouts.handshake
         let clock = self.clock
+        // Owner: this session (`reconnectHandshakeTask`): `end()` cancels it; it ends within the handshake timeout
+        // (its deadline closes the channel then), and `adopt` or `reconnectRefused` clears the handle.
         reconnectHandshakeTask = Task { [weak self] in
             do {
                 let context = try await ReconnectHandshake.server(

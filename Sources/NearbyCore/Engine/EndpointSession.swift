@@ -216,6 +216,8 @@ public actor EndpointSession {
             // Owner: none; it only hands the failure to the session and ends.
             Task { await self.writerFailed(failure) }
         }
+        // Owner: this session (`writerTask`): the close task `end()` starts finishes the writer and awaits this; it
+        // ends once the writer wrote or dropped what was queued before its end marker.
         writerTask = Task { await writer.run() }
         arm(deadlines.start(outgoing: isOutgoing))
         if isOutgoing { await perform(machine.start()) }
@@ -265,10 +267,13 @@ public actor EndpointSession {
     /// Waits for `task`, or for `bound` of `clock` when it takes longer (the task goes on).
     static func wait(for task: Task<Void, Never>, atMost bound: Duration, on clock: NearbyClock) async {
         let race = AsyncStream<Void>.makeStream()
+        // Owner: this call, which cancels both racers once one of them yielded. The watcher ends when `task` ends
+        // (it cannot end sooner: awaiting a task's value ignores cancellation), the timer at once when cancelled.
         let watcher = Task {
             await task.value
             race.continuation.yield()
         }
+        // Owner: this call (see above); cancelled once either racer yielded, it ends at once.
         let timer = Task {
             try? await clock.sleep(for: bound)
             race.continuation.yield()

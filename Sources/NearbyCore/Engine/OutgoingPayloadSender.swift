@@ -98,6 +98,8 @@ package final class OutgoingPayloadSender: Sendable {
         done: CompletionSignal? = nil, from start: (offset: Int64, index: Int32)? = nil
     ) {
         let slots = reader.source.kind == .bytes ? nil : self.slots
+        // Owner: this sender (see above); nobody awaits it: it ends once the payload's frames are queued, or the
+        // payload is canceled or failed, or `stop()` ended the connection (it then fails at its next chunk).
         Task { [reader] in
             var reader = reader
             await previous?.wait()

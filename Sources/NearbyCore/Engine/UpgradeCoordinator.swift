@@ -175,6 +175,8 @@ actor UpgradeCoordinator {
         await writer.enqueue(writer.item(offer))
         let wait = timeouts.upgradeChannel
         let clock = self.clock
+        // Owner: this call, which cancels it when it returns; it ends when its sleep ends or is cancelled (then it
+        // finishes the introductions, which are finished already by every way out of the loop below).
         let timer = Task {
             try? await clock.sleep(for: wait)
             introductions.finish()
@@ -262,6 +264,9 @@ actor UpgradeCoordinator {
         for action in actions where !isStopped {
             switch action {
             case .connect(let path):
+                // Owner: none (it holds this coordinator until it ends); it ends once the connect (the medium's
+                // connect timeout) and the introduction (`Timeouts.clientIntroduction`) ended; after `stop()` it
+                // closes the new channel and performs nothing.
                 Task { await self.connect(to: path) }
             case .send(let frame):
                 await writer.enqueue(writer.item(frame))
@@ -305,6 +310,8 @@ actor UpgradeCoordinator {
     private func chainWrite(_ item: OutboundFrameWriter.Item) -> Task<Void, Never> {
         let previous = writeTail
         let writer = self.writer
+        // Owner: `writeTail` (the next chained write awaits it; `switchChannels()` awaits the switch's); it ends once
+        // the writer took the item, or at once when the writer has finished (the item is then dropped).
         let task = Task {
             await previous?.value
             await writer.enqueue(item)
@@ -330,6 +337,8 @@ actor UpgradeCoordinator {
         logger[metadataKey: "peer"] = "\(next.peerDescription)"
         let goodbyeWait = timeouts.priorChannelGoodbye
         let clock = self.clock
+        // Owner: none (the session works on the new channel meanwhile); it ends once the goodbye is written, one read
+        // waited at most `priorChannelGoodbye`, and the prior channel is closed.
         Task {
             // Plaintext, so the D2D sequence numbers do not move; then one read so the peer has time to read our
             // SAFE_TO_CLOSE before the channel goes.
@@ -343,6 +352,7 @@ actor UpgradeCoordinator {
 extension EndpointChannel {
     /// Reads one frame, closing the channel when none arrives within `timeout` of `clock` (which ends the read).
     func readFirstFrame(within timeout: Duration, clock: NearbyClock) async throws -> [UInt8] {
+        // Owner: this call, which cancels it when the read returns; it ends at once then, or closes the channel.
         let timer = Task {
             try await clock.sleep(for: timeout)
             await self.close()

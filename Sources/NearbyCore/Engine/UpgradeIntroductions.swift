@@ -40,6 +40,7 @@ final class UpgradeIntroductions: Sendable {
         continuation.onTermination = { _ in
             let leftovers = channels.closeAll()
             guard !leftovers.isEmpty else { return }
+            // Owner: none (an `onTermination` handler cannot await); it ends once these channels are closed.
             Task { for channel in leftovers { await channel.close() } }
         }
     }
@@ -50,6 +51,7 @@ final class UpgradeIntroductions: Sendable {
             logger.notice(
                 "refusing an upgrade channel: too many introductions being read, or the upgrade is over",
                 metadata: ["peer": "\(channel.peerDescription)"])
+            // Owner: none (the listener's accept handler cannot await); it ends once the channel is closed.
             Task { await channel.close() }
             return
         }
@@ -59,6 +61,8 @@ final class UpgradeIntroductions: Sendable {
         let logger = self.logger
         let continuation = self.continuation
         let channels = self.channels
+        // Owner: none; it ends within `timeout` (`readFirstFrame` closes the channel then), and a channel it hands
+        // over after ``finish()`` is closed here.
         Task {
             do {
                 try await Self.readIntroduction(on: channel, from: endpointID, within: timeout, clock: clock)

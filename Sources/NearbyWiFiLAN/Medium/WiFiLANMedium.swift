@@ -137,6 +137,8 @@ package final class WiFiLANMedium: MediumDriver {
             continuation.finish(throwing: error)
             return stream
         }
+        // Owner: the consumer of the returned stream: ending or cancelling its iteration cancels this task (see
+        // `onTermination` below); it also ends when the DNS-SD browse ends or fails.
         let browsing = Task { [logger] in
             var endpointIDs: [String: String] = [:]  // instance name → endpoint ID, for `.lost`
             do {
