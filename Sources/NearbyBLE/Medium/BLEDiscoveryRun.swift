@@ -66,6 +66,9 @@ package final class BLEDiscoveryRun: Sendable {
             case .startTimer(let address, let delay):
                 let clock = self.clock
                 state.timers[address]?.cancel()
+                // Owner: `state.timers`; replaced timers and `stop()` (when the discovery ends) cancel it; it ends
+                // when its sleep ends or is cancelled. (Created, and the events yielded, under the lock: a known
+                // breach of the lock rule, left for a tested change.)
                 state.timers[address] = Task { [weak self] in
                     do {
                         try await clock.sleep(for: delay)
