@@ -111,6 +111,8 @@ extension BLEHost {
         }
         let handle: UInt16 = try await withCheckedThrowingContinuation { continuation in
             pendingConnect = (peer, continuation)
+            // Owner: none (one-shot); it ends when LE Create Connection is answered, times out or fails (the host
+            // failed or was closed).
             Task {
                 do {
                     try await self.execute(.leCreateConnection(to: peer))
@@ -170,6 +172,8 @@ extension BLEHost {
         acl.connectionOpened(complete.handle)
         logger.debug("LE connection from \(complete.peer)", metadata: ["handle": "\(complete.handle)"])
         if !complete.isCentral, advertising != nil {
+            // Owner: none (one-shot); it ends when its HCI commands are answered, time out, or fail because the
+            // host failed or was closed.
             Task { await self.resumeAdvertising() }
         }
     }

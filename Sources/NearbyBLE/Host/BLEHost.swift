@@ -115,6 +115,8 @@ package actor BLEHost {
         guard !started else { return }
         started = true
         let stream = transport.inbound
+        // Owner: `readerTask`; `close()` cancels it (without awaiting it). It ends when the transport's stream ends
+        // or fails, or when cancelled.
         readerTask = Task { [weak self] in
             do {
                 for try await chunk in stream {
@@ -263,6 +265,8 @@ package actor BLEHost {
         case .unhandled(let code, let parameters):
             if code == HCIEvent.Code.leMeta, parameters.first == 0x12, advertising != nil {
                 // Advertising Set Terminated (a connection ended it): advertise again.
+                // Owner: none (one-shot); it ends when its HCI commands are answered, time out, or fail because
+                // the host failed or was closed.
                 Task { await self.resumeAdvertising() }
             }
         }
@@ -281,6 +285,8 @@ package actor BLEHost {
     func schedule(_ timer: HostTimers.Timer, after delay: Duration) {
         let clock = self.clock
         timers.start(timer) { generation in
+            // Owner: `timers`, which cancels it when the timer is restarted or cancelled and in `transportEnded`
+            // (so `close()`); it ends when its sleep ends or is cancelled.
             Task { [weak self] in
                 do { try await clock.sleep(for: delay) } catch { return }
                 await self?.timerFired(timer, generation: generation)

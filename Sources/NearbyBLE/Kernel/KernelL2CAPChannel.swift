@@ -124,6 +124,8 @@ package enum KernelL2CAP {
             descriptor.close()
             throw error
         }
+        // Owner: the returned server, whose stop closes the descriptor and awaits this task; it ends when the
+        // descriptor is closed (the wait for a connection then throws) or accepting fails.
         let task = Task {
             while !descriptor.isClosed {
                 do {

@@ -78,6 +78,8 @@ package final class BLEDiscoveryRun: Sendable {
                 state.timers[address] = timer
                 outbox.post {
                     replaced?.cancel()
+                    // Owner: `state.timers`; a replacing timer and `stop()` cancel it; it ends when its sleep ends
+                    // or is cancelled.
                     timer.start { [weak self] in
                         do {
                             try await clock.sleep(for: delay)

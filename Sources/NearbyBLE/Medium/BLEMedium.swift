@@ -187,6 +187,9 @@ package final class BLEMedium: MediumDriver {
         let radio = self.radio
         let states = watch.broadcast
         watchRadio()
+        // Owner: the returned stream, whose `onTermination` cancels it when the consumer stops; it ends then, when
+        // the scan fails before the radio ever worked, or, once a scan ended, when the radio watch has stopped (the
+        // medium's `shutdown()` or `deinit`).
         let task = Task {
             let run = BLEDiscoveryRun(
                 tracker: BLEDiscoveryTracker(serviceID: serviceID, pcp: pcp, lostTimeout: configuration.lostTimeout),

@@ -61,6 +61,8 @@ package final class UserSpaceHostRadio: BLERadio {
             of: AdvertisingReport.self, throwing: (any Error).self, bufferingPolicy: .bufferingNewest(256))
         let provider = self.provider
         let (stopped, stop) = AsyncStream.makeStream(of: Void.self)
+        // Owner: the returned stream; its `onTermination` keeps the handle and finishes `stopped`. It ends when the
+        // consumer stops or the host fails (the failure observer finishes the stream), or when opening fails.
         let task = Task {
             let host: BLEHost
             let scanToken: Int
@@ -108,6 +110,7 @@ package final class UserSpaceHostRadio: BLERadio {
     /// reason when the transport is lost, powered once it is open again.
     package func states() -> AsyncStream<BLERadioState> {
         let provider = self.provider
+        // Owner: none (one-shot); it ends when the host is open or opening it failed.
         Task { _ = try? await provider.host() }
         return provider.broadcast.stream()
     }
@@ -189,6 +192,8 @@ actor HostProvider {
                 retry?.cancel()
                 let clock = self.clock
                 logger.debug("reopening the HCI transport later", metadata: ["delay": "\(delay)"])
+                // Owner: `retry`; the next retry and `shutdown()` cancel it; it ends when its sleep ends or is
+                // cancelled.
                 retry = Task { [weak self] in
                     do { try await clock.sleep(for: delay) } catch { return }
                     await self?.retryFired(generation)
@@ -201,6 +206,8 @@ actor HostProvider {
         openCounter += 1
         let id = openCounter
         let openHost = self.openHost
+        // Owner: `opening` while it runs; `host()` callers and `shutdown()` await its value. It ends when `openHost`
+        // returns or throws.
         let task = Task<BLEHost, any Error> { [weak self] in
             do {
                 let host = try await openHost()
@@ -231,6 +238,7 @@ actor HostProvider {
         current = host
         perform(machine.opened())
         _ = await host.addFailureObserver { [weak self] error in
+            // Owner: none; a one-shot hop onto this actor, ending when `hostFailed` returns.
             Task { await self?.hostFailed(host, error) }
         }
     }

@@ -93,6 +93,8 @@ package actor BlueZAdapter {
         nextListener += 1
         let id = nextListener
         listeners[id] = continuation
+        // Owner: none; a one-shot hop onto this actor (`onTermination` is synchronous), ending when
+        // `removeListener` returns.
         continuation.onTermination = { _ in Task { await self.removeListener(id) } }
         return stream
     }
@@ -129,6 +131,8 @@ package actor BlueZAdapter {
         if await client.isOwned(BlueZ.service) {
             await refresh()
         }
+        // Owner: `watcher`; `stop()` cancels it. It ends then, or when the bus's signal stream ends (the client
+        // closed).
         watcher = Task { [weak self] in
             for await signal in signals {
                 await self?.handle(signal)

@@ -87,6 +87,8 @@ package actor BlueZAdvertiser {
         ])
         if watcher == nil {
             let events = await adapter.events()
+            // Owner: `watcher`; `stop()` cancels it. It ends then, or when the adapter's event stream ends (the
+            // adapter stopped).
             watcher = Task { [weak self] in
                 for await event in events { await self?.adapterChanged(event) }
             }

@@ -66,9 +66,12 @@ package actor BlueZScanner {
             .propertiesChanged(sender: BlueZ.service, pathNamespace: "/org/bluez", interface: BlueZ.deviceInterface),
         ], timeout: adapter.callTimeout)
         let adapterEvents = await adapter.events()
+        // Owner: `tasks`; `stop()` (also the next `start`) cancels it. It ends then, or when the bus's signal stream
+        // ends.
         tasks.append(Task { [weak self] in
             for await signal in signals { await self?.handle(signal) }
         })
+        // Owner: `tasks`, as above; it ends when cancelled or when the adapter's event stream ends.
         tasks.append(Task { [weak self] in
             for await event in adapterEvents { await self?.adapterChanged(event) }
         })

@@ -165,6 +165,8 @@ package final class DBusClient: Sendable {
         continuation.onTermination = { _ in
             core.queue.async {
                 guard core.subscribers.removeValue(forKey: id) != nil, !core.closed else { return }
+                // Owner: none; one-shot clean-up after the subscriber left, ending when its RemoveMatch calls are
+                // answered or time out (5 s each) or fail because the connection closed.
                 Task {
                     for match in matches {
                         _ = try? await core.call(

@@ -75,6 +75,8 @@ extension DBusConnectionCore {
             }
             dbus_message_ref(message)
             let retained = RetainedMessage(message: message)
+            // Owner: none; one per incoming method call, ending when the method returns and the reply is queued
+            // (the only method, an advertisement's Release, checks the caller and updates the advertiser: no I/O).
             Task {
                 let result: Result<[DBusValue], any Error>
                 do {

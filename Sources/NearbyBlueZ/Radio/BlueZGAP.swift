@@ -151,6 +151,9 @@ package actor BlueZGAP: BlueZGAPProvider {
 
     package nonisolated func scan(adapter name: String, preset: ScanPreset) -> AsyncThrowingStream<AdvertisingReport, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: AdvertisingReport.self, throwing: (any Error).self)
+        // Owner: the returned stream, whose `onTermination` cancels it when the consumer stops; it ends then (after
+        // the D-Bus steps under way, each bounded by `callTimeout`), when opening fails, or when the scanner's
+        // reports end.
         let task = Task {
             let scanner: BlueZScanner
             let reports: AsyncStream<BlueZScanReport>
@@ -180,6 +183,8 @@ package actor BlueZGAP: BlueZGAPProvider {
 
     package nonisolated func states(adapter name: String) -> AsyncStream<BLERadioState> {
         let (stream, continuation) = AsyncStream.makeStream(of: BLERadioState.self)
+        // Owner: the returned stream, whose `onTermination` cancels it when the consumer stops; it ends then, when
+        // following the adapter fails, or when the adapter's event stream ends (the adapter stopped).
         let task = Task {
             let adapter: BlueZAdapter
             do {
