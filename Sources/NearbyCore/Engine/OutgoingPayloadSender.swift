@@ -385,6 +385,11 @@ package final class OutgoingPayloadSender: Sendable {
     private func finishSent(_ id: PayloadID, kind: PayloadKind, bytes: Int64, total: Int64, reader: PayloadChunkReader) -> Bool {
         let outcome = state.withLock { state -> TransferStatus? in
             guard !state.stopped else { return .failure }
+            // A cancel (the peer's, or ours) that came while the last frames were read or queued: it was left for
+            // this task to notice, and nobody will acknowledge the payload now. Parking it to wait for the
+            // acknowledgement left it unsettled for good (the soak's `nearby send` hung after a receiver's cancel).
+            if let event = state.payloads[id]?.peerEvent { return event == .payloadCanceled ? .canceled : .failure }
+            if state.payloads[id]?.cancelRequested == true { return .canceled }
             guard state.awaitsAcks, let payload = state.payloads[id], !payload.acknowledged else { return .success }
             state.payloads[id]?.awaitingAck = (bytes, total)
             state.payloads[id]?.parkedReader = reader
