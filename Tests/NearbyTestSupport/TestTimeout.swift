@@ -1,4 +1,5 @@
 import Foundation
+import NearbyCore
 
 /// Thrown when a test waited too long; tests bound every wait so that nothing hangs.
 public struct TestTimeout: Error, CustomStringConvertible {
@@ -20,41 +21,16 @@ public func withTestTimeout<Value: Sendable>(
         // The timer ends as soon as the operation does: a timer left sleeping would hold the finished operation's
         // task (and what it allocated) for the whole timeout, which a loop of many bounded steps sees as memory
         // growth (the lifecycle stress test did).
-        let work = LockedTask()
+        let work = TimerTask()
         let timer = Task {
             do { try await Task.sleep(for: .milliseconds(Int(seconds * 1000))) } catch { return }
             race.finish(.failure(TestTimeout(description: "timed out after \(seconds) s waiting for \(what)")))
             work.cancel()
         }
-        work.set(Task {
+        work.start {
             do { race.finish(.success(try await operation())) } catch { race.finish(.failure(error)) }
             timer.cancel()
-        })
-    }
-}
-
-/// The operation's task, for the timer to cancel (it may fire before the task is stored: then it is cancelled as
-/// it is stored).
-final class LockedTask: @unchecked Sendable {
-    private let lock = NSLock()
-    private var task: Task<Void, Never>?
-    private var cancelled = false
-
-    func set(_ task: Task<Void, Never>) {
-        let cancelNow = lock.withLock { () -> Bool in
-            self.task = task
-            return cancelled
         }
-        if cancelNow { task.cancel() }
-    }
-
-    func cancel() {
-        let pending = lock.withLock { () -> Task<Void, Never>? in
-            cancelled = true
-            defer { task = nil }
-            return task
-        }
-        pending?.cancel()
     }
 }
 
