@@ -84,6 +84,13 @@ bluez_radio_guest_tests() {
     ((ok)) || cat "$log" >&2
 }
 
+# On the host: whether the Bumble scanner's log has the probe's advertisement after line $1. awk reads the whole file:
+# `tail | grep -q` under pipefail fails when grep stops early and tail dies of SIGPIPE (a CI run hit that).
+n_seen_after() {
+    awk -v offset="$1" -v data="$n_adv_data" \
+        'NR > offset && $1 == "FEF3" && $NF == data { seen = 1 } END { exit !seen }' "$work/dbus-scan.out"
+}
+
 # On the host: the two beacons (controllers $1 and $2), and a watcher that notes how far the Bumble scanner of
 # e-g ($work/dbus-scan.out) had got when the guest unblocked rfkill (n).
 start_bluez_radio_peers() {
@@ -99,7 +106,7 @@ start_bluez_radio_peers() {
         echo "$offset" >"$work/n-offset"
         # Tell the guest once the scanner has seen the advertisement again, so it stops advertising then.
         for ((j = 0; j < 300; j++)); do
-            if tail -n +"$((offset + 1))" "$work/dbus-scan.out" | grep -q "^FEF3 .* $n_adv_data\$"; then
+            if n_seen_after "$offset"; then
                 touch "$run/n-seen"
                 break
             fi
@@ -113,7 +120,7 @@ start_bluez_radio_peers() {
 check_bluez_radio_on_host() {
     local offset
     offset="$(cat "$work/n-offset" 2>/dev/null || true)"
-    if [[ -n "$offset" ]] && tail -n +"$((offset + 1))" "$work/dbus-scan.out" | grep -q "^FEF3 .* $n_adv_data\$"; then
+    if [[ -n "$offset" ]] && n_seen_after "$offset"; then
         echo "ok   n (host side): the Bumble scanner saw 0xFEF3 $n_adv_data again after the rfkill unblock" >&2
     else
         echo "FAIL n (host side): no 0xFEF3 $n_adv_data after the rfkill unblock (offset ${offset:-none};" \
