@@ -21,6 +21,8 @@ public final class InMemoryChannel: EndpointChannel, @unchecked Sendable {
     public let stallsWrites = LockedValue(false)
     /// How many writes are stuck now because of ``stallsWrites``.
     public let stalledWrites = LockedValue(0)
+    /// How many writes got stuck because of ``stallsWrites`` since the channel was made (stuck now or failed since).
+    public let stalledWritesSoFar = LockedValue(0)
     private let closedSignal = LockedValue<(closed: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     init(name: String, medium: MediumKind, inbound: AsyncStream<[UInt8]>, ownInbound: AsyncStream<[UInt8]>.Continuation,
@@ -58,6 +60,7 @@ public final class InMemoryChannel: EndpointChannel, @unchecked Sendable {
         if isFrozen.withLock({ $0 }) { return }
         if stallsWrites.withLock({ $0 }) {
             stalledWrites.withLock { $0 += 1 }
+            stalledWritesSoFar.withLock { $0 += 1 }
             await withCheckedContinuation { waiter in
                 let closed = closedSignal.withLock { state -> Bool in
                     if !state.closed { state.waiters.append(waiter) }

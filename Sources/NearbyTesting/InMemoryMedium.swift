@@ -92,6 +92,10 @@ public final class InMemoryMedium: MediumDriver {
     public var stalledWriteCount: Int {
         opened.withLock { $0 }.reduce(0) { $0 + $1.stalledWrites.withLock { $0 } }
     }
+    /// How many writes on the channels this medium opened got stuck so far (stuck now, or failed when closed).
+    public var stalledWritesSoFar: Int {
+        opened.withLock { $0 }.reduce(0) { $0 + $1.stalledWritesSoFar.withLock { $0 } }
+    }
     private static let nextPort = LockedValue(1)
 
     /// Creates a medium on `air` whose channels report `kind`.

@@ -14,6 +14,45 @@ struct EngineUpgradeOrderTests {
     @Test("The peer's LAST_WRITE before the ack: our LAST_WRITE and SAFE_TO_CLOSE on the prior channel, then the plaintext goodbye")
     func peerLastWriteBeforeAck() async throws {
         let lone = LoneEngine()
+        let (peer, newChannel, listener) = try await Self.upgradeUntilSafeToClose(lone)
+        try await peer.sendEncrypted(OfflineFrames.safeToClosePriorChannel())
+        // The engine switches and says goodbye on the prior channel in plaintext.
+        _ = try await eventually("the plaintext goodbye on the prior channel") {
+            await peer.upgradeArrivals().contains(nil) ? true : nil
+        }
+        #expect(await peer.upgradeArrivals() == [.lastWriteToPriorChannel, .safeToClosePriorChannel, nil])
+        _ = try await lone.log.wait(EngineUpgradeTests.isMediumChange)
+        await newChannel.close()
+        await listener.stop()
+        await lone.engine.shutdown()
+    }
+
+    @Test("A goodbye that the prior channel never takes is cut off after priorChannelGoodbye; the connection goes on")
+    func stuckGoodbyeOnThePriorChannel() async throws {
+        var timeouts = EndpointSession.Timeouts()
+        timeouts.priorChannelGoodbye = .milliseconds(300)
+        let lone = LoneEngine(timeouts: timeouts)
+        let (peer, newChannel, listener) = try await Self.upgradeUntilSafeToClose(lone)
+        // The peer stops reading the prior channel: the engine's plaintext goodbye there never completes.
+        lone.firstMedium.stallOpenedChannelWrites()
+        try await peer.sendEncrypted(OfflineFrames.safeToClosePriorChannel())
+        _ = try await lone.log.wait(EngineUpgradeTests.isMediumChange)
+        // The goodbye got stuck, and closing the prior channel at its deadline failed it (it waited for good before).
+        _ = try await eventually(within: 30, "the stuck goodbye to end") {
+            lone.firstMedium.stalledWritesSoFar >= 1 && lone.firstMedium.stalledWriteCount == 0 ? true : nil
+        }
+        _ = try await eventually("the prior channel's end at the scripted peer") { await peer.closed ? true : nil }
+        #expect(await !lone.log.events.contains { if case .endpoint(.disconnected) = $0 { true } else { false } })
+        await newChannel.close()
+        await listener.stop()
+        await lone.engine.shutdown()
+    }
+
+    /// Connects a scripted initiator, offers an upgrade, acknowledges the engine's introduction on the new channel
+    /// after the peer's LAST_WRITE, and waits for the engine's SAFE_TO_CLOSE on the prior channel.
+    static func upgradeUntilSafeToClose(
+        _ lone: LoneEngine
+    ) async throws -> (ScriptedPeer, any EndpointChannel, any UpgradeListener) {
         let peer = try await EngineHostilePeerTests.connected(lone)
         _ = try await eventually("the scripted peer's encryption") { await peer.isConnected ? true : nil }
 
@@ -24,8 +63,7 @@ struct EngineUpgradeOrderTests {
         let newChannel = try requireValue(await channels.next(), "the engine's upgrade channel")
         let introduction = try requireValue(try await newChannel.readFrame(), "the CLIENT_INTRODUCTION")
         guard case .bandwidthUpgradeNegotiation(let frame) = try OfflineFrameParser.parse(introduction) else {
-            Issue.record("the first frame on the new channel is not a bandwidth upgrade frame")
-            return
+            throw TestTimeout(description: "the first frame on the new channel is not a bandwidth upgrade frame")
         }
         #expect(frame.eventType == .clientIntroduction)
 
@@ -39,15 +77,6 @@ struct EngineUpgradeOrderTests {
         _ = try await eventually("the engine's SAFE_TO_CLOSE on the prior channel") {
             await peer.upgradeArrivals().contains(.safeToClosePriorChannel) ? true : nil
         }
-        try await peer.sendEncrypted(OfflineFrames.safeToClosePriorChannel())
-        // The engine switches and says goodbye on the prior channel in plaintext.
-        _ = try await eventually("the plaintext goodbye on the prior channel") {
-            await peer.upgradeArrivals().contains(nil) ? true : nil
-        }
-        #expect(await peer.upgradeArrivals() == [.lastWriteToPriorChannel, .safeToClosePriorChannel, nil])
-        _ = try await lone.log.wait(EngineUpgradeTests.isMediumChange)
-        await newChannel.close()
-        await listener.stop()
-        await lone.engine.shutdown()
+        return (peer, newChannel, listener)
     }
 }

@@ -145,6 +145,8 @@ struct LoneEngine {
     let engine: NearbyEngine
     let log: EventLog
     let air = InMemoryMedium.Air()
+    /// The medium the engine connects to the scripted peer over (the prior channel of an upgrade).
+    let firstMedium: InMemoryMedium
     let upgradeMedium: InMemoryUpgradeMedium
 
     init(timeouts: EndpointSession.Timeouts = .init()) {
@@ -153,13 +155,14 @@ struct LoneEngine {
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         upgradeMedium = InMemoryUpgradeMedium(air: air)
+        firstMedium = InMemoryMedium(air: air, kind: .ble)
         engine = NearbyEngine(
             configuration: EngineConfiguration(
                 serviceID: "com.example.test", strategy: .pointToPoint, receiveDirectory: directory,
                 // No keep-alives of the engine's own during a test (the scripted peer's answers would be encrypted).
                 keepAlive: KeepAliveSettings(interval: .seconds(300), timeout: .seconds(600)), timeouts: timeouts,
                 logger: logger),
-            mediums: [InMemoryMedium(air: air, kind: .ble), upgradeMedium], localEndpointID: "MINE")
+            mediums: [firstMedium, upgradeMedium], localEndpointID: "MINE")
         log = EventLog(engine)
     }
 

@@ -23,7 +23,7 @@ enum ReconnectHandshake {
         on channel: any EndpointChannel, endpointID: String, peerEndpointID: String, key: [UInt8],
         within timeout: Duration, clock: NearbyClock
     ) async throws -> D2DSecureChannel {
-        try await withDeadline(timeout, on: channel, clock: clock) {
+        try await channel.closing(after: timeout, clock: clock) {
             try await channel.writeFrame(OfflineFrames.serialize(OfflineFrames.autoReconnect(
                 .clientIntroduction, endpointID: endpointID, lastEndpointID: peerEndpointID)))
             guard let first = try await channel.readFrame() else {
@@ -69,7 +69,7 @@ enum ReconnectHandshake {
         on channel: any EndpointChannel, endpointID: String, key: [UInt8], within timeout: Duration,
         clock: NearbyClock
     ) async throws -> D2DSecureChannel {
-        try await withDeadline(timeout, on: channel, clock: clock) {
+        try await channel.closing(after: timeout, clock: clock) {
             try await channel.writeFrame(OfflineFrames.serialize(OfflineFrames.autoReconnect(
                 .clientIntroductionAck, endpointID: endpointID)))
             var server = Ukey2Server()
@@ -118,19 +118,5 @@ enum ReconnectHandshake {
             throw NearbyError(.endpointIoError, "the channel closed during the reconnect handshake")
         }
         return body
-    }
-
-    /// Runs `body`, closing `channel` when it takes longer than `timeout` of `clock` (which fails its reads).
-    private static func withDeadline<T: Sendable>(
-        _ timeout: Duration, on channel: any EndpointChannel, clock: NearbyClock,
-        _ body: () async throws -> T
-    ) async throws -> T {
-        // Owner: this call; cancelled when `body` returns, it ends at once.
-        let timer = Task {
-            try await clock.sleep(for: timeout)
-            await channel.close()
-        }
-        defer { timer.cancel() }
-        return try await body()
     }
 }

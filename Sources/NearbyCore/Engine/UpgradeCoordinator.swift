@@ -337,30 +337,17 @@ actor UpgradeCoordinator {
         logger[metadataKey: "peer"] = "\(next.peerDescription)"
         let goodbyeWait = timeouts.priorChannelGoodbye
         let clock = self.clock
-        // Owner: none (the session works on the new channel meanwhile); it ends once the goodbye is written, one read
-        // waited at most `priorChannelGoodbye`, and the prior channel is closed.
+        // Owner: none (the session works on the new channel meanwhile); it ends within `priorChannelGoodbye`, when
+        // the prior channel is closed: the write and the read together get that long, so a peer that neither reads
+        // nor writes on the prior channel cannot hold it (a goodbye write stuck on a full buffer once could).
         Task {
             // Plaintext, so the D2D sequence numbers do not move; then one read so the peer has time to read our
             // SAFE_TO_CLOSE before the channel goes.
-            try? await prior.writeFrame(OfflineFrames.serialize(OfflineFrames.disconnection()))
-            _ = try? await prior.readFirstFrame(within: goodbyeWait, clock: clock)
+            _ = try? await prior.closing(after: goodbyeWait, clock: clock) {
+                try await prior.writeFrame(OfflineFrames.serialize(OfflineFrames.disconnection()))
+                return try await prior.readFrame()
+            }
             await prior.close()
         }
-    }
-}
-
-extension EndpointChannel {
-    /// Reads one frame, closing the channel when none arrives within `timeout` of `clock` (which ends the read).
-    func readFirstFrame(within timeout: Duration, clock: NearbyClock) async throws -> [UInt8] {
-        // Owner: this call, which cancels it when the read returns; it ends at once then, or closes the channel.
-        let timer = Task {
-            try await clock.sleep(for: timeout)
-            await self.close()
-        }
-        defer { timer.cancel() }
-        guard let body = try await readFrame() else {
-            throw NearbyError(.timeout, "no frame within \(timeout) on \(peerDescription)")
-        }
-        return body
     }
 }
