@@ -75,6 +75,47 @@ struct GNSAPITests {
         await granted.cancel()
     }
 
+    @Test("a permission request that never calls back ends when the handle is cancelled or released; late and second answers are ignored",
+          .timeLimit(.minutes(1)))
+    func unansweredPermissionRequest() async throws {
+        let air = InMemoryMedium.Air()
+        let consent = ConsentStore(directory: try temporaryDirectory("gns-unanswered"))
+        let manager = GNSMessageManager(messageManager: Self.manager(air, consent: consent), params: GNSMessageManagerParams())
+        let pending = LockedValue<[GNSPermissionHandler]>([])
+
+        // Cancelled while the request is unanswered: the start ends as refused.
+        let cancelled = LockedValue<[GNSOperationStatus]>([])
+        let first = manager.publication(with: Message(text: "never answered")) { params in
+            params.strategy.mediums = .wifiLAN
+            params.permissionRequestHandler = { answer in pending.withLock { $0.append(answer) } }
+            params.statusHandler = { status in cancelled.withLock { $0.append(status) } }
+        }
+        #expect(await eventually(30) { pending.withLock { $0.count } == 1 })
+        await first.cancel()
+        #expect(await eventually(30) { cancelled.withLock { $0 } == [.starting, .inactive] })
+        #expect(first.publication == nil)
+
+        // Released while unanswered: the start ends too, without the handle.
+        let released = LockedValue<[GNSOperationStatus]>([])
+        var second: GNSSubscription? = manager.subscription(messageFoundHandler: { _ in }, messageLostHandler: { _ in }) { params in
+            params.strategy.mediums = .wifiLAN
+            params.permissionRequestHandler = { answer in pending.withLock { $0.append(answer) } }
+            params.statusHandler = { status in released.withLock { $0.append(status) } }
+        }
+        #expect(await eventually(30) { pending.withLock { $0.count } == 2 })
+        #expect(second != nil)
+        second = nil
+        #expect(await eventually(30) { released.withLock { $0 } == [.starting, .inactive] })
+
+        // The app answers late, and twice: ignored (a second call used to resume a continuation twice).
+        for answer in pending.withLock({ $0 }) {
+            answer(true)
+            answer(true)
+        }
+        #expect(!consent.isGranted)
+        #expect(cancelled.withLock { $0 } == [.starting, .inactive] && released.withLock { $0 } == [.starting, .inactive])
+    }
+
     @Test("radio problems reach Google's power and permission handlers, with false once cleared", .timeLimit(.minutes(1)))
     func radioHandlers() async throws {
         let bluetooth = SwitchableBluetooth()

@@ -15,6 +15,8 @@ final class GNSHandleCore<Operation: GNSOperation>: Sendable {
     private let state = LockedValue<
         (task: Task<Void, Never>?, operation: Operation?, released: Bool, releasedStops: TaskScope?)
     >((nil, nil, false, nil))
+    /// The app's answer to the permission request, if the start asks one; releasing the handle answers "no".
+    private let permission = GNSPermissionAnswer()
 
     init(status: GNSOperationStatusHandler?) {
         self.status = status
@@ -29,14 +31,13 @@ final class GNSHandleCore<Operation: GNSOperation>: Sendable {
         state.withLock { $0.releasedStops = manager.releasedStops }
         // Owner: this handle keeps it in `state.task` and never cancels it (releasing the handle lets the start
         // finish, then the operation is cancelled at once). It ends when `body` returns or throws, or at once when
-        // consent is refused; a `permissionRequest` that never calls back keeps it waiting.
-        let task = Task { [weak self, status] in
+        // consent is refused; a `permissionRequest` that has not called back yet is answered "no" when the handle
+        // is stopped or released, so the task never waits for good.
+        let task = Task { [weak self, status, permission] in
             status?(.starting)
             if let permissionRequest, !manager.isConsentGranted {
-                let granted = await withCheckedContinuation { continuation in
-                    permissionRequest { continuation.resume(returning: $0) }
-                }
-                guard granted, (try? manager.consent.setGranted(true)) != nil else {
+                permissionRequest { granted in permission.give(granted) }
+                guard await permission.wait(), (try? manager.consent.setGranted(true)) != nil else {
                     manager.logger.debug("consent refused through the permission request handler")
                     status?(.inactive)
                     return
@@ -64,6 +65,7 @@ final class GNSHandleCore<Operation: GNSOperation>: Sendable {
             defer { state.operation = nil }
             return state.operation
         }
+        permission.give(false)
         guard let operation else { return }
         await operation.cancel()
         status?(.inactive)
@@ -74,6 +76,7 @@ final class GNSHandleCore<Operation: GNSOperation>: Sendable {
             state.released = true
             return (state.operation, state.releasedStops)
         }
+        permission.give(false)
         if let operation, let releasedStops {
             let status = self.status
             releasedStops.spawn {
