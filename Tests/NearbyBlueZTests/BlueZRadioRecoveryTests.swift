@@ -70,4 +70,71 @@ import Testing
             await second.connection.close()
         }
     }
+
+    /// A released radio (its advertising stopped, its scan ended) lets go of its bus connection: nothing it
+    /// started keeps the `DBusClient`, its queue and its signal matches alive.
+    @Test func aReleasedRadioLetsGoOfItsBusConnection() async throws {
+        try await withPrivateBus { bus in
+            let fake = try await FakeBlueZ(bus: bus)
+            let opened = LockedValue<[WeakDBusClient]>([])
+            var radio: BlueZRadio? = BlueZRadio(adapter: "hci0", gap: BlueZGAP(connect: {
+                let client = try await bus.connect()
+                opened.withLock { $0.append(WeakDBusClient(client)) }
+                return client
+            }))
+            do {
+                let handle = try await radio!.startAdvertising(
+                    BLEAdvertisement(serviceUUID: 0xFEF3, serviceData: [1, 2, 3], extended: false, psm: 0x80))
+                let reports = radio!.scan(preset: .lowLatency)
+                let scanning = Task { for try await _ in reports {} }
+                _ = try await eventually(within: 10, "advertising and discovery started") {
+                    let discovering = fake.adapterCalls.withLock { $0.map(\.0) }.contains("StartDiscovery")
+                    return discovering && fake.registrations.withLock { $0.count } >= 1 ? true : nil
+                }
+                #expect(opened.withLock { $0.count } == 1)
+                await handle.stop()
+                scanning.cancel()
+                _ = await scanning.result
+            }
+            radio = nil
+            _ = try await eventually(within: 10, "the released radio's bus connection gone") {
+                opened.withLock { $0.allSatisfy { $0.value == nil } } ? true : nil
+            }
+            await fake.connection.close()
+        }
+    }
+
+    /// The same one level up: a released BLE medium on a BlueZ radio, whose discovery ended, lets go of the bus.
+    @Test func aReleasedMediumLetsGoOfItsBusConnection() async throws {
+        try await withPrivateBus { bus in
+            let fake = try await FakeBlueZ(bus: bus)
+            let opened = LockedValue<[WeakDBusClient]>([])
+            var medium: BLEMedium? = BLEMedium(radio: BlueZRadio(adapter: "hci0", gap: BlueZGAP(connect: {
+                let client = try await bus.connect()
+                opened.withLock { $0.append(WeakDBusClient(client)) }
+                return client
+            })))
+            do {
+                let found = medium!.discover(serviceID: "svc", pcp: .p2pPointToPoint)
+                let discovery = Task { for try await _ in found {} }
+                _ = try await eventually(within: 10, "discovery started") {
+                    fake.adapterCalls.withLock { $0.map(\.0) }.contains("StartDiscovery") ? true : nil
+                }
+                discovery.cancel()
+                _ = await discovery.result
+            }
+            #expect(opened.withLock { $0.count } >= 1)
+            medium = nil
+            _ = try await eventually(within: 10, "the released medium's bus connection gone") {
+                opened.withLock { $0.allSatisfy { $0.value == nil } } ? true : nil
+            }
+            await fake.connection.close()
+        }
+    }
+}
+
+/// A bus connection that the test does not keep alive.
+private final class WeakDBusClient: Sendable {
+    weak let value: DBusClient?
+    init(_ value: DBusClient) { self.value = value }
 }
