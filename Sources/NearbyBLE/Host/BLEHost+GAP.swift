@@ -111,21 +111,27 @@ extension BLEHost {
         }
         let handle: UInt16 = try await withCheckedThrowingContinuation { continuation in
             pendingConnect = (peer, continuation)
-            // Owner: none (one-shot); it ends when LE Create Connection is answered, times out or fails (the host
-            // failed or was closed).
-            Task {
+            // In `oneShots`: it ends when LE Create Connection is answered, times out or fails (the host failed or
+            // was closed). A closed host's scope runs nothing: the attempt fails at once then.
+            let started = oneShots.spawn {
                 do {
                     try await self.execute(.leCreateConnection(to: peer))
                 } catch {
-                    self.failConnect(peer: peer, error)
+                    await self.failConnect(peer: peer, error)
                     return
                 }
-                guard self.pendingConnect?.peer == peer else { return }
-                self.schedule(.connect(peer), after: self.configuration.connectTimeout)
+                await self.connectCommandAccepted(peer: peer)
             }
+            if !started { failConnect(peer: peer, failure ?? NearbyError(.mediumUnavailable, "the BLE host was closed")) }
         }
         logger.debug("LE connected to \(peer)", metadata: ["handle": "\(handle)"])
         return handle
+    }
+
+    /// LE Create Connection was accepted: the attempt now waits at most the connect timeout for the connection.
+    private func connectCommandAccepted(peer: BLEAddress) {
+        guard pendingConnect?.peer == peer else { return }
+        schedule(.connect(peer), after: configuration.connectTimeout)
     }
 
     private func failConnect(peer: BLEAddress, _ error: any Error) {
@@ -172,9 +178,7 @@ extension BLEHost {
         acl.connectionOpened(complete.handle)
         logger.debug("LE connection from \(complete.peer)", metadata: ["handle": "\(complete.handle)"])
         if !complete.isCentral, advertising != nil {
-            // Owner: none (one-shot); it ends when its HCI commands are answered, time out, or fail because the
-            // host failed or was closed.
-            Task { await self.resumeAdvertising() }
+            oneShots.spawn { await self.resumeAdvertising() }
         }
     }
 

@@ -45,6 +45,10 @@ package actor BLEHost {
 
     private var deframer = H4Deframer()
     private var readerTask: Task<Void, Never>?
+    /// The host's one-shot work started from an event or a call (advertising again after a connection ended it,
+    /// LE Create Connection): `close()` cancels the scope and awaits their end (after the transport ended, every
+    /// HCI command they wait for fails at once, so they end promptly).
+    let oneShots = TaskScope()
     private var started = false
     var failure: NearbyError?
     var timers = HostTimers()
@@ -167,6 +171,7 @@ package actor BLEHost {
         transport.close()
         transportEnded(NearbyError(.mediumUnavailable, "the BLE host was closed"))
         readerTask?.cancel()
+        await oneShots.shutdown()
     }
 
     /// Registers a callback for when the host fails (transport lost); returns a token for
@@ -264,10 +269,8 @@ package actor BLEHost {
             }
         case .unhandled(let code, let parameters):
             if code == HCIEvent.Code.leMeta, parameters.first == 0x12, advertising != nil {
-                // Advertising Set Terminated (a connection ended it): advertise again.
-                // Owner: none (one-shot); it ends when its HCI commands are answered, time out, or fail because
-                // the host failed or was closed.
-                Task { await self.resumeAdvertising() }
+                // Advertising Set Terminated (a connection ended it): advertise again (in `oneShots`).
+                oneShots.spawn { await self.resumeAdvertising() }
             }
         }
     }
