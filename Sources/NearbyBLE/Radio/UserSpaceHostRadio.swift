@@ -110,8 +110,8 @@ package final class UserSpaceHostRadio: BLERadio {
     /// reason when the transport is lost, powered once it is open again.
     package func states() -> AsyncStream<BLERadioState> {
         let provider = self.provider
-        // Owner: none (one-shot); it ends when the host is open or opening it failed.
-        Task { _ = try? await provider.host() }
+        // In the provider's scope: it ends when the host is open or opening it failed (after `shutdown()`, at once).
+        provider.tasks.spawn { _ = try? await provider.host() }
         return provider.broadcast.stream()
     }
 
@@ -124,6 +124,9 @@ package final class UserSpaceHostRadio: BLERadio {
 /// retry timers on the clock, and the states it reports.
 actor HostProvider {
     nonisolated let broadcast = RadioStateBroadcast()
+    /// One-shot work for this provider (opening the host for a new state listener, handing a host's failure over
+    /// to this actor); `shutdown()` cancels it and awaits its end.
+    nonisolated let tasks = TaskScope()
     private let clock: NearbyClock
     private let logger: Logger
     private let openHost: @Sendable () async throws -> BLEHost
@@ -174,6 +177,7 @@ actor HostProvider {
         current = nil
         if let host { await host.close() }
         if let opened = try? await pending?.value { await opened.close() }
+        await tasks.shutdown()
     }
 
     private func perform(_ actions: [HostRecovery.Action]) {
@@ -237,9 +241,11 @@ actor HostProvider {
         opening = nil
         current = host
         perform(machine.opened())
+        let tasks = self.tasks
         _ = await host.addFailureObserver { [weak self] error in
-            // Owner: none; a one-shot hop onto this actor, ending when `hostFailed` returns.
-            Task { await self?.hostFailed(host, error) }
+            // A one-shot hop onto this actor, in `tasks`; it ends when `hostFailed` returns.
+            guard let self else { return }
+            tasks.spawn { await self.hostFailed(host, error) }
         }
     }
 
