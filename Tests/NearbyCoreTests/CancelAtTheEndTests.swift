@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 @testable import NearbyCore
 import NearbyTestSupport
 import NearbyTesting
@@ -29,17 +28,8 @@ struct CancelAtTheEndTests {
         "A payload canceled while its last frames are read or queued settles instead of waiting for an acknowledgement",
         .timeLimit(.minutes(2)), arguments: Canceller.allCases, Moment.allCases)
     func cancelAtTheEnd(canceller: Canceller, moment: Moment) async throws {
-        let (ours, theirs) = InMemoryChannel.pair()
-        let writer = OutboundFrameWriter(channel: ours, secure: SecureContextBox())
-        let writing = Task { await writer.run() }
-        let draining = Task { while (try? await theirs.readFrame()) != nil {} }
-        let gate = SendGate()
-        let updates = LockedValue<[PayloadTransferUpdate]>([])
-        var logger = Logger(label: "test")
-        logger.logLevel = .critical
-        let sender = OutgoingPayloadSender(writer: writer, gate: gate, chunkSize: 1000, logger: logger) { event in
-            if case .transferUpdate(_, let update, true) = event { updates.withLock { $0.append(update) } }
-        }
+        let harness = SenderHarness()
+        let (sender, gate, updates) = (harness.sender, harness.gate, harness.updates)
         sender.awaitAcknowledgements(true)
 
         let atTheEnd = CompletionSignal()
@@ -87,9 +77,6 @@ struct CancelAtTheEndTests {
         // Settled once: no success or second outcome follows.
         #expect(updates.withLock { all in all.filter { $0.status != .inProgress }.count } == 1)
 
-        writer.finishAfterQueued()
-        _ = await writing.value
-        await theirs.close()
-        _ = await draining.value
+        await harness.end()
     }
 }

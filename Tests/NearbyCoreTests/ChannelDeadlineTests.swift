@@ -12,12 +12,7 @@ struct ChannelDeadlineTests {
     @Test("A write stuck past the deadline fails once the deadline closes the channel", .timeLimit(.minutes(2)))
     func deadlineClosesAStuckWrite() async throws {
         let clock = ManualClock()
-        let (ours, _) = InMemoryChannel.pair()
-        ours.stallsWrites.withLock { $0 = true }
-        let writing = Task {
-            try await ours.closing(after: .seconds(5), clock: NearbyClock(clock)) { try await ours.writeFrame([1]) }
-        }
-        _ = try await eventually(within: 30, "the stuck write") { ours.stalledWrites.withLock { $0 } == 1 ? true : nil }
+        let (ours, writing) = try await Self.stuckWrite(under: .seconds(5), clock: clock)
         await clock.waitForSleepers(atLeast: 1)
         clock.advance(by: .seconds(5))
         let outcome = try await withTestTimeout(30, "the stuck write to fail") { await writing.result }
@@ -28,12 +23,7 @@ struct ChannelDeadlineTests {
     @Test("Cancelling the caller closes the channel at once instead of at the deadline", .timeLimit(.minutes(2)))
     func cancellationClosesAtOnce() async throws {
         let clock = ManualClock()
-        let (ours, _) = InMemoryChannel.pair()
-        ours.stallsWrites.withLock { $0 = true }
-        let writing = Task {
-            try await ours.closing(after: .seconds(3600), clock: NearbyClock(clock)) { try await ours.writeFrame([1]) }
-        }
-        _ = try await eventually(within: 30, "the stuck write") { ours.stalledWrites.withLock { $0 } == 1 ? true : nil }
+        let (ours, writing) = try await Self.stuckWrite(under: .seconds(3600), clock: clock)
         writing.cancel()
         // The manual clock never moves: only the cancellation can end the write.
         let outcome = try await withTestTimeout(30, "the cancelled write to fail") { await writing.result }
@@ -50,5 +40,18 @@ struct ChannelDeadlineTests {
         #expect(try await theirs.readFrame() == [7])
         try await ours.writeFrame([8])
         #expect(try await theirs.readFrame() == [8])
+    }
+
+    /// A write on a channel that stalls writes, under `closing(after: deadline)`; returns once the write is stuck.
+    static func stuckWrite(
+        under deadline: Duration, clock: ManualClock
+    ) async throws -> (InMemoryChannel, Task<Void, any Error>) {
+        let (ours, _) = InMemoryChannel.pair()
+        ours.stallsWrites.withLock { $0 = true }
+        let writing = Task {
+            try await ours.closing(after: deadline, clock: NearbyClock(clock)) { try await ours.writeFrame([1]) }
+        }
+        _ = try await eventually(within: 30, "the stuck write") { ours.stalledWrites.withLock { $0 } == 1 ? true : nil }
+        return (ours, writing)
     }
 }

@@ -10,51 +10,9 @@ import Testing
 /// stuck endpoint never holds back another endpoint. No timings: a payload that would starve simply never finishes,
 /// and `eventually` gives up.
 struct PayloadFairnessTests {
-    /// A payload sender writing to one end of an in-memory pair, recording its outgoing transfer updates.
-    private struct Harness {
-        let sender: OutgoingPayloadSender
-        let writer: OutboundFrameWriter
-        let writing: Task<(any Error)?, Never>
-        let peer: InMemoryChannel
-        let ours: InMemoryChannel
-        let gate: SendGate
-        let updates: LockedValue<[PayloadTransferUpdate]>
-
-        init(chunkSize: Int = 1000) {
-            let (ours, theirs) = InMemoryChannel.pair()
-            self.ours = ours
-            peer = theirs
-            let writer = OutboundFrameWriter(channel: ours, secure: SecureContextBox())
-            self.writer = writer
-            writing = Task { await writer.run() }
-            var logger = Logger(label: "test")
-            logger.logLevel = .critical
-            let (gate, updates) = (SendGate(), LockedValue<[PayloadTransferUpdate]>([]))
-            self.gate = gate
-            self.updates = updates
-            sender = OutgoingPayloadSender(writer: writer, gate: gate, chunkSize: chunkSize, logger: logger) { event in
-                if case .transferUpdate(_, let update, true) = event { updates.withLock { $0.append(update) } }
-            }
-        }
-
-        /// The payload IDs that finished with success, in the order they finished.
-        var succeeded: [PayloadID] { updates.withLock { $0.filter { $0.status == .success }.map(\.payloadID) } }
-
-        func waitForSuccess(of id: PayloadID, _ what: String) async throws {
-            _ = try await eventually(what) { succeeded.contains(id) ? true : nil }
-        }
-
-        func end() async {
-            sender.stop()
-            writer.finishAfterQueued()
-            await ours.close()
-            _ = await writing.value
-        }
-    }
-
     @Test("A second stream to the same endpoint completes while the first one is still open", .timeLimit(.minutes(5)))
     func secondStreamOvertakesAnOpenOne() async throws {
-        let harness = Harness()
+        let harness = SenderHarness()
         let valve = SendGate()
         valve.close()
         let served = LockedValue(false)
@@ -77,7 +35,7 @@ struct PayloadFairnessTests {
 
     @Test("A small file sent while a large one streams finishes first, and its chunks interleave with the large one's", .timeLimit(.minutes(5)))
     func smallFileOvertakesALargeOne() async throws {
-        let harness = Harness()
+        let harness = SenderHarness()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fairness-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -115,7 +73,7 @@ struct PayloadFairnessTests {
 
     @Test("BYTES payloads to one endpoint still finish in the order they were sent", .timeLimit(.minutes(5)))
     func bytesKeepTheirOrder() async throws {
-        let harness = Harness()
+        let harness = SenderHarness()
         harness.gate.close()
         for id in PayloadID(20)..<30 { try harness.sender.send(.bytes([UInt8(id)]), id: id) }
         harness.gate.open()
@@ -126,8 +84,8 @@ struct PayloadFairnessTests {
 
     @Test("An endpoint whose writes are stuck does not hold back another endpoint", .timeLimit(.minutes(5)))
     func stuckEndpointDoesNotStarveAnother() async throws {
-        let stuck = Harness()
-        let healthy = Harness()
+        let stuck = SenderHarness()
+        let healthy = SenderHarness()
         stuck.ours.stallsWrites.withLock { $0 = true }
         try stuck.sender.send(.bytes([UInt8](repeating: 1, count: 5000)), id: 40)
         _ = try await eventually("the stuck endpoint's write to hang") { stuck.ours.stalledWrites.withLock { $0 } > 0 ? true : nil }

@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import NearbyCore
 import NearbyTestSupport
 import NearbyTesting
@@ -32,23 +31,15 @@ struct SessionPartsTests {
 
     @Test("The payload sender waits at a closed gate, then sends a BYTES payload as one chunk and a last frame", .timeLimit(.minutes(5)))
     func senderOnAnInMemoryChannel() async throws {
-        let (ours, theirs) = InMemoryChannel.pair()
-        let writer = OutboundFrameWriter(channel: ours, secure: SecureContextBox())
-        let writing = Task { await writer.run() }
-        let gate = SendGate()
-        let updates = LockedValue<[PayloadTransferUpdate]>([])
-        var logger = Logger(label: "test")
-        logger.logLevel = .critical
-        let sender = OutgoingPayloadSender(writer: writer, gate: gate, chunkSize: 1000, logger: logger) { event in
-            if case .transferUpdate(_, let update, true) = event { updates.withLock { $0.append(update) } }
-        }
+        let harness = SenderHarness()
+        let (sender, gate, updates) = (harness.sender, harness.gate, harness.updates)
         gate.close()
         try sender.send(.bytes([1, 2, 3]), id: 5)
         #expect(throws: NearbyError.self) { try sender.send(.bytes([4]), id: 5) }
         gate.open()
         var bodies: [[UInt8]] = []
         for _ in 0..<2 {
-            let body = try #require(try await theirs.readFrame())
+            let body = try #require(try await harness.peer.readFrame())
             guard case .payloadTransfer(let transfer) = try OfflineFrameParser.parse(body) else {
                 Issue.record("not a payload frame")
                 return
@@ -60,7 +51,6 @@ struct SessionPartsTests {
         _ = try await eventually("the success update") {
             updates.withLock { $0.last?.status } == .success ? true : nil
         }
-        writer.finishAfterQueued()
-        _ = await writing.value
+        await harness.end()
     }
 }
