@@ -23,7 +23,8 @@ public func withTestTimeout<Value: Sendable>(
         // growth (the lifecycle stress test did).
         let work = TimerTask()
         let timer = Task {
-            do { try await Task.sleep(for: .milliseconds(Int(seconds * 1000))) } catch { return }
+            // DispatchTimerSleep: a cancelled Task.sleep would keep its timer armed for the whole timeout.
+            do { try await DispatchTimerSleep.sleep(for: .milliseconds(Int(seconds * 1000))) } catch { return }
             race.finish(.failure(TestTimeout(description: "timed out after \(seconds) s waiting for \(what)")))
             work.cancel()
         }

@@ -11,8 +11,14 @@ package struct NearbyClock: Sendable {
     package init<C: Clock>(_ clock: C) where C.Duration == Duration {
         let start = clock.now
         elapsed = { start.duration(to: clock.now) }
-        sleeper = { duration in
-            try await clock.sleep(until: clock.now.advanced(by: duration), tolerance: nil)
+        if C.self == ContinuousClock.self {
+            // The system's clock sleeps on a timer that cancellation frees (DispatchTimerSleep): a cancelled
+            // Task.sleep holds its timer until the deadline.
+            sleeper = { duration in try await DispatchTimerSleep.sleep(for: duration) }
+        } else {
+            sleeper = { duration in
+                try await clock.sleep(until: clock.now.advanced(by: duration), tolerance: nil)
+            }
         }
     }
 
