@@ -185,7 +185,7 @@ struct Benchmarks {
     static func timedConnect(to port: Int) async throws -> (ConnectionManager, Tracker, EndpointID, Double) {
         let manager = ConnectionManager(
             serviceID: "nearby-bench", strategy: .cluster,
-            options: ConnectionOptions(logger: quietLogger()))
+            options: benchOptions())
         let tracker = Tracker(manager: manager)
         await tracker.start()
         let endpoint: EndpointID
@@ -270,12 +270,12 @@ struct Benchmarks {
         do {
             for run in 0..<sizes.discoveryRuns {
                 let serviceID = "nearby-bench-\(getpid())-\(run)"
-                let seeker = ConnectionManager(serviceID: serviceID, strategy: .cluster, options: ConnectionOptions(logger: quietLogger()))
+                let seeker = ConnectionManager(serviceID: serviceID, strategy: .cluster, options: benchOptions())
                 let tracker = Tracker(manager: seeker)
                 await tracker.start()
                 let discoverer = Discoverer(connectionManager: seeker)
                 try await bounded(15, "startDiscovery") { try await discoverer.startDiscovery(mediums: [.wifiLAN]) }
-                let publisher = ConnectionManager(serviceID: serviceID, strategy: .cluster, options: ConnectionOptions(logger: quietLogger()))
+                let publisher = ConnectionManager(serviceID: serviceID, strategy: .cluster, options: benchOptions())
                 let advertiser = Advertiser(connectionManager: publisher)
                 let start = now()
                 let sessions = try await bounded(15, "startAdvertising") { try await advertiser.startAdvertising(using: Data("bench-\(run)".utf8), mediums: [.wifiLAN]) }

@@ -54,6 +54,7 @@ struct RunCommand: AsyncParsableCommand {
         var sizes = quick ? Sizes.quick : Sizes.full
         if let fileMib { sizes.fileBytes = fileMib << 20 }
         let report = Report(json: json)
+        defer { try? FileManager.default.removeItem(at: benchReceiveDirectory) }
         try await Benchmarks(sizes: sizes, report: report).runAll(only: only)
     }
 }

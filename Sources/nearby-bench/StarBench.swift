@@ -33,7 +33,7 @@ struct StarBench {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             for _ in 0..<sizes.starSpokes {
                 let manager = ConnectionManager(
-                    serviceID: "nearby-bench", strategy: .star, options: ConnectionOptions(logger: quietLogger()))
+                    serviceID: "nearby-bench", strategy: .star, options: benchOptions())
                 let tracker = Tracker(manager: manager)
                 await tracker.start()
                 spokes.append(Spoke(manager: manager, tracker: tracker))

@@ -12,6 +12,21 @@ func quietLogger() -> Logger {
     return logger
 }
 
+/// The receive directory of every manager this process creates (the spokes, senders and discovery peers): an empty
+/// folder of its own. The default, the current directory, is the repository when the benchmark runs from it, and
+/// each new engine sweeps its receive directory for stale partial files (up to 200,000 entries, on a thread of its
+/// own): that sweep ran during the measured transfers and connections and was counted as the sender's CPU.
+let benchReceiveDirectory: URL = {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-bench-\(getpid())")
+    try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    return directory
+}()
+
+/// Options for a manager of this process: the quiet logger and ``benchReceiveDirectory``.
+func benchOptions() -> ConnectionOptions {
+    ConnectionOptions(receiveDirectory: benchReceiveDirectory, logger: quietLogger())
+}
+
 /// Monotonic seconds.
 func now() -> Double {
     var ts = timespec()
