@@ -118,7 +118,7 @@ final class ClientOutput: Sendable {
     func waitForRoom(atMost bound: Duration) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.waitForRoom() }
-            group.addTask { try? await Task.sleep(for: bound) }
+            group.addTask { try? await NearbyClock.continuous.sleep(for: bound) }
             await group.next()
             group.cancelAll()
         }

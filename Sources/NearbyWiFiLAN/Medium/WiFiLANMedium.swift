@@ -202,7 +202,7 @@ package final class WiFiLANMedium: MediumDriver {
         return try await withThrowingTaskGroup(of: DNSSDRegistration?.self) { group in
             group.addTask { try await serviceDiscovery.register(service) }
             group.addTask {
-                try await Task.sleep(for: Self.registrationTimeout)
+                try await NearbyClock.continuous.sleep(for: Self.registrationTimeout)
                 return nil
             }
             defer { group.cancelAll() }
