@@ -30,20 +30,29 @@ bluez_vm_drop_le_links() {
     done
 }
 
-# bluez_send_guest_run NAME EXTRA-ARGS...: one `nearby send` of bytes + /tmp/k.bin to the host's advertiser; sets
-# send_ok and send_seconds.
+# bluez_send_guest_run NAME EXTRA-ARGS...: `nearby send` of bytes + /tmp/k.bin to the host's advertiser; sets
+# send_ok, send_seconds (of the last attempt) and send_attempt. A second attempt is made only when the first one's
+# connection ended before both sides accepted (the guest's one emulated CPU, on a host under load, can miss the
+# advertiser's 2-second connection-request deadline, kConnectionRequestReadTimeout); its output is printed. A
+# failure once connected is never retried.
 bluez_send_guest_run() {
     local name="$1" started
     shift
-    bluez_vm_drop_le_links
-    started="$(now)"
-    send_ok=0
-    timeout 240 "${NEARBY_BIN:-.build/debug/nearby}" send --service-id "$k_service" --to-name hostk --name "vm$name" \
-        --accept --json --bytes "$k_bytes" --file /tmp/k.bin --medium ble --hci bluez --timeout 60 ${NEARBY_BLUEZ_VM_SEND_VERBOSE:+--verbose} "$@" \
-        >"/tmp/$name-send.out" 2>"/tmp/$name-send.log" </dev/null &&
-        [[ "$(grep -c '"payload_sent"' "/tmp/$name-send.out")" == 2 ]] &&
-        grep '"payload_sent"' "/tmp/$name-send.out" | grep -q "\"sha256\":\"$k_sha256\"" && send_ok=1
-    send_seconds="$(since "$started")"
+    for send_attempt in 1 2; do
+        bluez_vm_drop_le_links
+        started="$(now)"
+        send_ok=0
+        timeout 240 "${NEARBY_BIN:-.build/debug/nearby}" send --service-id "$k_service" --to-name hostk --name "vm$name" \
+            --accept --json --bytes "$k_bytes" --file /tmp/k.bin --medium ble --hci bluez --timeout 60 ${NEARBY_BLUEZ_VM_SEND_VERBOSE:+--verbose} "$@" \
+            >"/tmp/$name-send.out" 2>"/tmp/$name-send.log" </dev/null &&
+            [[ "$(grep -c '"payload_sent"' "/tmp/$name-send.out")" == 2 ]] &&
+            grep '"payload_sent"' "/tmp/$name-send.out" | grep -q "\"sha256\":\"$k_sha256\"" && send_ok=1
+        send_seconds="$(since "$started")"
+        ((send_ok)) && return 0
+        grep -q "closed before it was accepted" "/tmp/$name-send.log" || return 0
+        echo "note $name: attempt $send_attempt's connection closed before it was accepted:" >&2
+        cat "/tmp/$name-send.out" "/tmp/$name-send.log" >&2
+    done
 }
 
 # In the guest, after j.
@@ -57,7 +66,7 @@ bluez_send_guest_tests() {
     bluez_send_guest_run k --no-upgrade
     rate="$(awk -v s="$send_seconds" -v b="$(stat -c %s /tmp/k.bin)" 'BEGIN { printf "%.0f", b / 1024 / s }')"
     report "k: BlueZ-backed nearby send delivers bytes + a $(stat -c %s /tmp/k.bin)-byte file over L2CAP to our user-space host (--no-upgrade)" \
-        "$send_ok" "$started" "[send ran ${send_seconds} s incl. discovery, >= ${rate} KiB/s; k-sha256=$k_sha256]"
+        "$send_ok" "$started" "[attempt $send_attempt: send ran ${send_seconds} s incl. discovery, >= ${rate} KiB/s; k-sha256=$k_sha256]"
     ((send_ok)) || cat /tmp/k-send.out /tmp/k-send.log >&2
 
     started="$(now)"
@@ -71,7 +80,7 @@ bluez_send_guest_tests() {
     grep '"medium_changed"' /tmp/l-send.out | grep -q '"medium":"wifi-lan"' && moved=1
     report "l: BlueZ-backed nearby send moves to Wi-Fi LAN (bandwidth upgrade through QEMU's NAT) and delivers the file" \
         "$((send_ok && moved))" "$started" \
-        "[send ran ${send_seconds} s; $(grep -o '"medium_changed"[^}]*' /tmp/l-send.out | head -n1)]"
+        "[attempt $send_attempt: send ran ${send_seconds} s; $(grep -o '"medium_changed"[^}]*' /tmp/l-send.out | head -n1)]"
     ((send_ok && moved)) || cat /tmp/l-send.out /tmp/l-send.log >&2
 }
 
