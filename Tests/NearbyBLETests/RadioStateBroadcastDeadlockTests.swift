@@ -10,7 +10,7 @@ import Testing
 /// threads stuck for good); now every round ends. Publishers and cancellers are plain threads and the listeners'
 /// tasks run on an executor of their own (dispatch threads), so a deadlock cannot take the cooperative pool down
 /// with it, and the test's own wait is bounded: a hang fails the test instead of hanging the run.
-@Suite(.timeLimit(.minutes(3))) struct RadioStateBroadcastDeadlockTests {
+@Suite(.timeLimit(.minutes(10))) struct RadioStateBroadcastDeadlockTests {
     private static let problem = NearbyError(.mediumUnavailable, "flapping")
 
     @Test func publishingWhileListenersAreCancelledNeverDeadlocks() async throws {
@@ -57,8 +57,10 @@ import Testing
                 }
             }
         }
-        // Listeners finish their rounds, then the publishers are told to stop; all within the bound, or it hung.
-        let finished = await Self.wait(listenersDone, seconds: 90)
+        // Listeners finish their rounds, then the publishers are told to stop. A deadlock stops the rounds for good,
+        // so the wait fails only when no round ended for 30 s: a slow machine (ThreadSanitizer, after 800 other
+        // tests, once took over 90 s for what takes 45) keeps making progress and passes.
+        let finished = await Self.wait(listenersDone, whileProgressing: { roundsDone.value }, stalledAfter: 30)
         stop.set()
         let stopped = await Self.wait(group, seconds: 30)
         #expect(
@@ -82,6 +84,24 @@ import Testing
         }
         #expect(seen == ["unavailable", "powered", "unavailable"])
         #expect(broadcast.poweredCount == 1)
+    }
+
+    /// Waits for `group` as long as `progress` keeps changing; `false` once it stood still for `stalledAfter`
+    /// seconds (checked every 5 s).
+    private static func wait(
+        _ group: DispatchGroup, whileProgressing progress: @Sendable () -> Int, stalledAfter: Double
+    ) async -> Bool {
+        var last = progress()
+        var lastChange = ContinuousClock.now
+        while true {
+            if await wait(group, seconds: 5) { return true }
+            let now = progress()
+            if now != last {
+                (last, lastChange) = (now, .now)
+            } else if ContinuousClock.now - lastChange >= .seconds(stalledAfter) {
+                return false
+            }
+        }
     }
 
     /// Waits for `group` on a dispatch thread (never blocking the cooperative pool); `false` after `seconds`.
