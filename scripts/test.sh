@@ -33,12 +33,20 @@ fi
 # as each test starts and ends; the longest test prints progress), or after 40 minutes in all (the suite takes
 # about 15 on 2 cores), the stacks of the test processes are printed and swift test is stopped (exit 124;
 # scripts/with-hang-dump.sh).
+# swift test's output is kept in .build/test-output.log; when it fails, the issues it recorded are printed again
+# at the very end (after the BlueZ VM tests), so the tail of a CI log names the failing test and its message.
 set +e
-scripts/with-test-network.sh scripts/with-hang-dump.sh --idle 10 40 swift test --no-parallel "$@"
+test_log="$repo_root/.build/test-output.log"
+rm -f "$test_log"
+scripts/with-test-network.sh scripts/with-hang-dump.sh --idle 10 --log "$test_log" 40 swift test --no-parallel "$@"
 rc=$?
 if [[ "$run_bluez_vm" == 1 ]]; then
     scripts/with-test-network.sh timeout --signal=TERM --kill-after=30s 15m scripts/test-bluez-vm.sh
     vm_rc=$?
     ((rc != 0)) || rc=$vm_rc
+fi
+if ((rc != 0)) && [[ -s "$test_log" ]]; then
+    echo "test.sh: swift test's failures again (all of its output is in $test_log):"
+    python3 scripts/test-failures.py "$test_log" || true
 fi
 exit "$rc"

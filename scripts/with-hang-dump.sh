@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: scripts/with-hang-dump.sh [--idle IDLE-MINUTES] MINUTES CMD [ARGS...]
+# Usage: scripts/with-hang-dump.sh [--idle IDLE-MINUTES] [--log FILE] MINUTES CMD [ARGS...]
 #
 # Runs CMD; if it is still running after MINUTES, or (with --idle) it has printed nothing for IDLE-MINUTES, prints
 # the stack of every thread of each test process under it (the swift-testing/XCTest runner `*PackageTests.xctest`
@@ -9,15 +9,20 @@
 # output is line-buffered here, through stdbuf), so silence longer than the longest test means a test is stuck.
 # (swift-testing's own `.timeLimit` cannot end a test whose body never returns to it.) After the stacks it prints
 # the tests that started and did not end, and the last lines of output, so the end of a CI log names the test.
+# With --log FILE, everything CMD printed is also kept in FILE (scripts/test.sh reprints the failures from it).
 set -uo pipefail
 
 idle_minutes=0
-if [[ "${1:-}" == "--idle" ]]; then
-    idle_minutes="$2"
+keep_log=""
+while [[ "${1:-}" == --idle || "${1:-}" == --log ]]; do
+    case "$1" in
+        --idle) idle_minutes="$2" ;;
+        --log) keep_log="$2" ;;
+    esac
     shift 2
-fi
+done
 if (($# < 2)); then
-    echo "usage: $0 [--idle IDLE-MINUTES] MINUTES CMD [ARGS...]" >&2
+    echo "usage: $0 [--idle IDLE-MINUTES] [--log FILE] MINUTES CMD [ARGS...]" >&2
     exit 2
 fi
 minutes="$1"
@@ -44,6 +49,7 @@ setsid "${line_buffered[@]}" "$@" >"$work/output" 2>&1 &
 pid=$!
 finish() {
     wait "$reader" 2>/dev/null
+    [[ -z "$keep_log" ]] || cp "$work/log" "$keep_log" 2>/dev/null || true
     rm -rf "$work"
 }
 # Interrupted or stopped ourselves (Ctrl-C, an outer timeout): CMD's group goes too.

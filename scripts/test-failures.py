@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Prints the failures recorded in a swift-testing log: scripts/test-failures.py LOG
+
+Each "recorded an issue" line is printed with the lines of its message that follow it (a multi-line expectation
+or error), then every test and suite that failed, then the run's last summary line. scripts/test.sh calls it when
+the suite failed, so the end of a CI log says which test failed and why even when the log is cut to its tail.
+"""
+import sys
+
+MARKERS = ("\u25c7 ", "\u2714 ", "\u2718 ", "\u25b8 ", "\u2192 ", "\u21b3 ")  # ◇ ✔ ✘ ▸ → ↳ start swift-testing lines
+
+
+def main(path: str) -> int:
+    lines = open(path, errors="replace").read().splitlines()
+    issues, failed, summary = [], [], None
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if " recorded an issue" in line:
+            block = [line]
+            index += 1
+            while index < len(lines) and len(block) < 12 and not lines[index].startswith(MARKERS):
+                block.append(lines[index])
+                index += 1
+            # swift-testing prints the issue's comment and details as "↳" lines right after it.
+            while index < len(lines) and lines[index].startswith("\u21b3 ") and len(block) < 20:
+                block.append(lines[index])
+                index += 1
+            issues.append(block)
+            continue
+        if line.startswith("\u2718 ") and " failed" in line:
+            if line.startswith("\u2718 Test run"):
+                summary = line
+            else:
+                failed.append(line)
+        index += 1
+    for block in issues:
+        for entry in block:
+            print("  " + entry[:1000])
+    for line in failed:
+        print("  " + line[:500])
+    if summary:
+        print("  " + summary)
+    if not issues and not failed:
+        print("  (no recorded issue in the log: the run ended some other way; see the lines before)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
