@@ -58,7 +58,9 @@ actor QuickShareSessionDriver {
     private let fanOut: QuickShareEventFanOut
     private let outbox = QuickShareOutbox()
     private let logger: Logger
-    private let clock: any Clock<Duration>
+    /// The injected clock; with the system's `ContinuousClock`, a cancelled deadline frees its timer at once
+    /// (``NearbyClock``; a cancelled `Task.sleep` keeps its timer until the deadline on Linux).
+    private let clock: NearbyClock
     /// Receiver: the names of the files each peer announced, by payload ID, for the engine's naming hook.
     let fileNames: LockedValue<[String: [Int64: (String, String)]]>
     private let freeSpace: @Sendable () -> Int64?
@@ -81,7 +83,7 @@ actor QuickShareSessionDriver {
         self.fanOut = fanOut
         self.fileNames = fileNames
         self.freeSpace = freeSpace
-        self.clock = clock
+        self.clock = NearbyClock(any: clock)
         self.logger = logger
     }
 
