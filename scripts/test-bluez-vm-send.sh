@@ -91,8 +91,9 @@ start_bluez_send_receiver() {
     mkdir -p "$work/k-inbox"
     (
         bluez_vm_await_flag k-ready 3000 >/dev/null || exit 0
-        exec "$nearby" advertise --service-id "$k_service" --name hostk --accept --json --medium ble \
-            ${NEARBY_BLUEZ_VM_SEND_VERBOSE:+--verbose} \
+        # Always with the debug log: when k or l fails before the connection is accepted, the advertiser's log says
+        # why it closed the connection (a failed rig run prints its notices and warnings).
+        exec "$nearby" advertise --service-id "$k_service" --name hostk --accept --json --medium ble --verbose \
             --hci "tcp:127.0.0.1:$1" --receive-dir "$work/k-inbox" 2>"$work/k-advertise.log"
     ) >"$work/k-advertise.out" &
     pids+=($!)

@@ -423,5 +423,7 @@ if ((rc != 0)); then
         printf -- '--- %s (last 20 lines)\n' "$f" >&2
         tail -n 20 "$work/$f" >&2
     done
+    echo "--- k-advertise.log: notices, warnings and errors (last 40)" >&2
+    grep -E ' (notice|warning|error|critical) ' "$work/k-advertise.log" 2>/dev/null | tail -n 40 | cut -c1-400 >&2
 fi
 exit "$rc"

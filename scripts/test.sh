@@ -40,12 +40,13 @@ test_log="$repo_root/.build/test-output.log"
 rm -f "$test_log"
 scripts/with-test-network.sh scripts/with-hang-dump.sh --idle 10 --log "$test_log" 40 swift test --no-parallel "$@"
 rc=$?
+swift_rc=$rc
 if [[ "$run_bluez_vm" == 1 ]]; then
     scripts/with-test-network.sh timeout --signal=TERM --kill-after=30s 15m scripts/test-bluez-vm.sh
     vm_rc=$?
     ((rc != 0)) || rc=$vm_rc
 fi
-if ((rc != 0)) && [[ -s "$test_log" ]]; then
+if ((swift_rc != 0)) && [[ -s "$test_log" ]]; then
     echo "test.sh: swift test's failures again (all of its output is in $test_log):"
     python3 scripts/test-failures.py "$test_log" || true
 fi
