@@ -2,9 +2,11 @@
 """Prints the failures recorded in a swift-testing log: scripts/test-failures.py LOG
 
 Each "recorded an issue" line is printed with the lines of its message that follow it (a multi-line expectation
-or error), then every test and suite that failed, then the run's last summary line. scripts/test.sh calls it when
+or error), then every test and suite that failed, then the run's last summary line; with no recorded issue (a run
+stopped as hung), the tests that started and did not end. scripts/test.sh calls it when
 the suite failed, so the end of a CI log says which test failed and why even when the log is cut to its tail.
 """
+import re
 import sys
 
 MARKERS = ("\u25c7 ", "\u2714 ", "\u2718 ", "\u25b8 ", "\u2192 ", "\u21b3 ")  # ◇ ✔ ✘ ▸ → ↳ start swift-testing lines
@@ -42,8 +44,26 @@ def main(path: str) -> int:
     if summary:
         print("  " + summary)
     if not issues and not failed:
-        print("  (no recorded issue in the log: the run ended some other way; see the lines before)")
+        print("  (no recorded issue in the log: the run ended some other way, e.g. stopped as hung; see above)")
+        for name in unfinished(lines):
+            print("  started and did not end: " + name[:300])
     return 0
+
+
+def unfinished(lines):
+    """The tests and suites that printed "started" and never passed, failed or were skipped (a hung run)."""
+    open_tests = {}
+    for number, line in enumerate(lines):
+        if line.startswith(("\u25c7 Test case ", "\u25c7 Test run")):
+            continue
+        started = re.match(r"^\S+ (Test|Suite) (.*?) started\.$", line)
+        if started:
+            open_tests[started.group(1) + " " + started.group(2)] = number
+            continue
+        ended = re.match(r"^\S+ (Test|Suite) (.*?)( with \d+ test cases?)? (passed|failed|skipped)", line)
+        if ended:
+            open_tests.pop(ended.group(1) + " " + ended.group(2), None)
+    return [name for name, _ in sorted(open_tests.items(), key=lambda item: item[1])]
 
 
 if __name__ == "__main__":
