@@ -60,7 +60,7 @@ def unfinished(lines):
         if started:
             open_tests[started.group(1) + " " + started.group(2)] = number
             continue
-        ended = re.match(r"^\S+ (Test|Suite) (.*?)( with \d+ test cases?)? (passed|failed|skipped)", line)
+        ended = re.match(r"^\S+ (Test|Suite) (.*?)( with \d+ test cases?)? ((passed|failed) after [\d.]+ seconds.*|skipped(\.|: .*))$", line)
         if ended:
             open_tests.pop(ended.group(1) + " " + ended.group(2), None)
     return [name for name, _ in sorted(open_tests.items(), key=lambda item: item[1])]

@@ -78,7 +78,7 @@ for number, line in enumerate(open(sys.argv[1], errors="replace")):
     if started:
         open_tests[started.group(1) + " " + started.group(2)] = number
         continue
-    ended = re.match(r"^\S+ (Test|Suite) (.*?)( with \d+ test cases?)? (passed|failed|skipped|recorded)", line)
+    ended = re.match(r"^\S+ (Test|Suite) (.*?)( with \d+ test cases?)? ((passed|failed) after [\d.]+ seconds.*|skipped(\.|: .*))$", line)
     if ended and " recorded an issue" not in line:
         open_tests.pop(ended.group(1) + " " + ended.group(2), None)
 for key, number in sorted(open_tests.items(), key=lambda item: item[1]):
