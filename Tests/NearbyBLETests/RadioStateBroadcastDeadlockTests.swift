@@ -57,17 +57,31 @@ import Testing
                 }
             }
         }
-        // Listeners finish their rounds, then the publishers are told to stop. A deadlock stops the rounds for good,
-        // so the wait fails only when no round ended for 30 s: a slow machine (ThreadSanitizer, after 800 other
-        // tests, once took over 90 s for what takes 45) keeps making progress and passes.
+        // Listeners do their rounds while the publishers run; the publishers are told to stop once the rounds are
+        // done, or once no round ended for 30 s. The second happens without any deadlock: a listener's `stream()`
+        // posts the current state to the broadcast's outbox and, when nobody is draining it, drains it until it is
+        // empty (LockedOutbox), including what the two publishers post meanwhile; publishing in a tight loop, they
+        // can keep it non-empty, and under ThreadSanitizer that held a listener thread until the publishers stopped
+        // (two CI runs: the rounds stalled, then all 800 ended). A deadlock does not end when the publishing stops:
+        // its threads are stuck inside `publish` and `cancel()` for good. So the test fails when the threads have
+        // not all ended 60 s after the publishers were told to stop.
         let finished = await Self.wait(listenersDone, whileProgressing: { roundsDone.value }, stalledAfter: 30)
+        let doneWhilePublishing = roundsDone.value
         stop.set()
-        let stopped = await Self.wait(group, seconds: 30)
+        let stopped = await Self.wait(group, seconds: 60)
         #expect(
-            finished && stopped,
-            "publishers and cancelled listeners deadlocked after \(roundsDone.value) of \(rounds * listenerThreads) rounds")
+            stopped,
+            """
+            publishers and cancelled listeners deadlocked: threads still stuck 60 s after the publishers were told \
+            to stop; \(roundsDone.value) of \(rounds * listenerThreads) rounds ended
+            """)
+        if !finished {
+            print(
+                "radio-state deadlock test: rounds stalled while publishing (\(doneWhilePublishing) of "
+                    + "\(rounds * listenerThreads)); all threads ended once the publishers stopped: \(stopped)")
+        }
         // After a deadlock the broadcast's lock is held for good: touching it again would hang this task too.
-        if finished && stopped { broadcast.finish() }
+        if stopped { broadcast.finish() }
     }
 
     @Test func aLateListenerStartsWithTheCurrentStateAndSeesChangesInOrder() async throws {
