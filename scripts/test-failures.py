@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Prints the failures recorded in a swift-testing log: scripts/test-failures.py LOG
+(or only the tests that started and did not end: scripts/test-failures.py --unfinished LOG)
 
 Each "recorded an issue" line is printed with the lines of its message that follow it (a multi-line expectation
 or error), then every test and suite that failed, then the run's last summary line; with no recorded issue (a run
@@ -45,7 +46,7 @@ def main(path: str) -> int:
         print("  " + summary)
     if not issues and not failed:
         print("  (no recorded issue in the log: the run ended some other way, e.g. stopped as hung; see above)")
-        for name in unfinished(lines):
+        for name, _ in unfinished(lines):
             print("  started and did not end: " + name[:300])
     return 0
 
@@ -63,8 +64,14 @@ def unfinished(lines):
         ended = re.match(r"^\S+ (Test|Suite) (.*?)( with \d+ test cases?)? ((passed|failed) after [\d.]+ seconds.*|skipped(\.|: .*))$", line)
         if ended:
             open_tests.pop(ended.group(1) + " " + ended.group(2), None)
-    return [name for name, _ in sorted(open_tests.items(), key=lambda item: item[1])]
+    return sorted(open_tests.items(), key=lambda item: item[1])
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--unfinished":
+        # scripts/with-hang-dump.sh's list for a run it stopped: the tests that started and did not end.
+        lines = open(sys.argv[2], errors="replace").read().splitlines()
+        for name, number in unfinished(lines):
+            print(f"  {name} (line {number + 1})")
+        sys.exit(0)
     sys.exit(main(sys.argv[1]))

@@ -67,23 +67,7 @@ descendants() {
 # The swift-testing tests (and cases) that printed "started" and neither "passed" nor "failed", and the last lines.
 unfinished_tests() {
     echo "with-hang-dump: tests that started and did not end:"
-    python3 - "$work/log" <<'PY' || true
-import re, sys
-open_tests = {}
-for number, line in enumerate(open(sys.argv[1], errors="replace")):
-    line = line.rstrip()
-    if line.startswith(("\u25c7 Test case ", "\u25c7 Test run")):
-        continue
-    started = re.match(r"^\S+ (Test|Suite) (.*?) started\.$", line)
-    if started:
-        open_tests[started.group(1) + " " + started.group(2)] = number
-        continue
-    ended = re.match(r"^\S+ (Test|Suite) (.*?)( with \d+ test cases?)? ((passed|failed) after [\d.]+ seconds.*|skipped(\.|: .*))$", line)
-    if ended and " recorded an issue" not in line:
-        open_tests.pop(ended.group(1) + " " + ended.group(2), None)
-for key, number in sorted(open_tests.items(), key=lambda item: item[1]):
-    print(f"  {key} (line {number + 1})")
-PY
+    python3 "$(dirname "${BASH_SOURCE[0]}")/test-failures.py" --unfinished "$work/log" || true
     echo "with-hang-dump: the last lines of output:"
     tail -n 15 "$work/log" | cut -c1-300
 }
