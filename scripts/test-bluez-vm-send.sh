@@ -32,8 +32,8 @@ bluez_vm_drop_le_links() {
 
 # bluez_send_guest_run NAME EXTRA-ARGS...: `nearby send` of bytes + /tmp/k.bin to the host's advertiser; sets
 # send_ok, send_seconds (of the last attempt) and send_attempt. A second attempt is made only when the first one's
-# connection ended before both sides accepted (the guest's one emulated CPU, on a host under load, can miss the
-# advertiser's 2-second connection-request deadline, kConnectionRequestReadTimeout); its output is printed. A
+# connection ended before both sides accepted (the guest's one emulated CPU, on a host under load, missed the
+# advertiser's connection-request deadline when it was 2 s on BLE too; it is 10 s there now); its output is printed. A
 # failure once connected is never retried.
 bluez_send_guest_run() {
     local name="$1" started

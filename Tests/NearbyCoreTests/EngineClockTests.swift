@@ -17,9 +17,33 @@ struct EngineClockTests {
         let channel = try await pair.discovererMedium.connect(to: .tcp(hosts: ["memory"], port: port))
         // The advertiser's session sleeps on the request deadline and on its write deadline.
         await clock.waitForSleepers(atLeast: 2)
+        #expect(clock.nextDeadline == clock.now.advanced(by: .seconds(2)), "Wi-Fi LAN: the protocol's 2 s")
         clock.advance(by: EndpointSession.Timeouts().connectionRequest)
         let read = try await withTestTimeout(30, "the silent socket to close") { try await channel.readFrame() }
         #expect(read == nil)
+    }
+
+    @Test("A silent BLE channel gets Timeouts.connectionRequestOverBLE (10 s) for its request, not 2 s", .timeLimit(.minutes(5)))
+    func silentBLEChannelGetsTheLongerDeadline() async throws {
+        let timeouts = EndpointSession.Timeouts()
+        #expect(timeouts.connectionRequest(on: .wifiLAN) == .seconds(2))
+        #expect(timeouts.connectionRequest(on: .ble) == .seconds(10))
+        let clock = ManualClock()
+        // Both engines connect over an in-memory medium of kind .ble.
+        let pair = EnginePair(clock: clock, upgradeBeforeConnecting: {})
+        let advertising = try await pair.advertiser.startAdvertising(endpointInfo: [1], only: [.ble])
+        let port = try #require(advertising.first?.port)
+        let channel = try await pair.discovererMedium.connect(to: .tcp(hosts: ["memory"], port: port))
+        #expect(channel.medium == .ble)
+        await clock.waitForSleepers(atLeast: 2)
+        #expect(clock.nextDeadline == clock.now.advanced(by: .seconds(10)))
+        clock.advance(by: .seconds(2))
+        // Still waiting: the only sleepers left are the session's (the request deadline, 8 s away now).
+        #expect(clock.nextDeadline == clock.now.advanced(by: .seconds(8)))
+        clock.advance(by: .seconds(8))
+        let read = try await withTestTimeout(30, "the silent channel to close") { try await channel.readFrame() }
+        #expect(read == nil)
+        for session in advertising { await session.stop() }
     }
 
     @Test("An advertiser that never answers our request fails the connection after Timeouts.handshake", .timeLimit(.minutes(5)))

@@ -78,6 +78,9 @@ extension EndpointSession {
                 if !fromApp { followUps.append(.writerRoom) }
             case .requestReceived(let id, let nonce, let settings):
                 setPeerEndpointID(id)
+                // How close the requester came to the deadline (the BLE one is longer than the protocol's 2 s).
+                logger.debug("connection request", metadata: [
+                    "after": "\(clock.now - startedAt)", "deadline": "\(timeouts.connectionRequest(on: readChannel.medium))"])
                 let keepAlive = settings.clamped(timeoutTo: limits.peerKeepAliveTimeoutRange)
                 if keepAlive != settings {
                     logger.notice("clamped the peer's keep-alive timeout", metadata: [

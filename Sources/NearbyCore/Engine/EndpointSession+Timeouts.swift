@@ -1,8 +1,17 @@
 extension EndpointSession {
     /// Timeouts of the connection phases.
     public struct Timeouts: Sendable, Hashable {
-        /// How long an incoming socket may take to send its connection request.
+        /// How long an incoming Wi-Fi LAN socket may take to send its connection request. Default: 2 s, the
+        /// protocol's `kConnectionRequestReadTimeout`.
         public var connectionRequest: Duration = .seconds(2)
+        /// How long an incoming BLE channel may take to send its connection request. Default: 10 s. A BLE link
+        /// carries the request in 27-byte pieces at the pace of its connection events, and the requester's stack
+        /// may report the channel open well after this side accepted it; on the BlueZ rig a debug build in an
+        /// emulated guest missed the 2-second deadline under load (`docs/BLUEZ-VM-RIG.md`). Waiting longer only
+        /// gives a slow requester more time; it changes nothing on the wire. Silent strangers' channels stay
+        /// bounded by ``ResourceLimits/maxPendingEndpoints`` and ``ResourceLimits/maxPendingEndpointsPerSource``
+        /// (a newcomer takes the place of the oldest pending connection).
+        public var connectionRequestOverBLE: Duration = .seconds(10)
         /// How long the UKEY2 handshake may take.
         public var handshake: Duration = .seconds(15)
         /// How long after encryption went on here a plaintext KEEP_ALIVE from the peer is still tolerated (it may
@@ -47,5 +56,13 @@ extension EndpointSession {
 
         /// The protocol's defaults.
         public init() {}
+
+        /// How long an incoming channel on `medium` may take to send its connection request.
+        public func connectionRequest(on medium: MediumKind) -> Duration {
+            switch medium {
+            case .wifiLAN: connectionRequest
+            case .ble: connectionRequestOverBLE
+            }
+        }
     }
 }

@@ -46,6 +46,8 @@ public actor EndpointSession {
     var keepAliveSequence: UInt32 = 0
     /// When encryption went on here (the start of the plaintext keep-alive tolerance).
     var encryptionEnabledAt: Duration?
+    /// When the session started (a clock reading): the connection request's wait is logged from it.
+    var startedAt: Duration = .zero
     /// Whether a frame from the peer decrypted: the peer has switched, so it sends nothing in plaintext any more.
     var peerSentEncrypted = false
     /// The limits this session enforces.
@@ -145,7 +147,7 @@ public actor EndpointSession {
         timers = SessionTimers(clock: clock)
         linkTimers = SessionTimers(clock: clock)
         deadlines = SessionDeadlines(
-            keepAlive: keepAlive, connectionRequestTimeout: timeouts.connectionRequest,
+            keepAlive: keepAlive, connectionRequestTimeout: timeouts.connectionRequest(on: channel.medium),
             handshakeTimeout: timeouts.handshake, decisionTimeout: limits.pendingDecisionTimeout,
             writeTimeout: limits.writeTimeout, now: clock.now)
         self.timeouts = timeouts
@@ -219,6 +221,7 @@ public actor EndpointSession {
         // Owner: this session (`writerTask`): the close task `end()` starts finishes the writer and awaits this; it
         // ends once the writer wrote or dropped what was queued before its end marker.
         writerTask = Task { await writer.run() }
+        startedAt = clock.now
         arm(deadlines.start(outgoing: isOutgoing))
         if isOutgoing { await perform(machine.start()) }
         while !ended {
