@@ -5,9 +5,9 @@
 # Benchmarks/README.md). One guard: the CPU seconds per GiB of the file transfer, on each side, against the cost of
 # the cipher measured in the same run (sealing for the sender, opening for the receiver: 1 GiB at
 # crypto_limit / crypto_open_limit). CPU time barely moves with the machine's load, so a side that spends more than
-# NEARBY_BENCH_CPU_LIMIT (default 4.5) times its cipher's cost fails the smoke run: some per-chunk work came back.
-# (4.5, not the 3 issue 24 asked for: with link safety merged the quick run measured 3.1x on the sender and 3.6x on
-# the receiver on a quiet machine; issue 24 stays open until the overhead is found.)
+# NEARBY_BENCH_CPU_LIMIT (default 3, as issue 24 asked) times its cipher's cost fails the smoke run: some per-chunk
+# work came back. The file is 256 MiB here, not the quick 64 MiB, so that the connection's fixed costs weigh less in
+# the per-GiB figure (quiet full runs: sender 1.5-1.8x, receiver 2.0-2.3x; Benchmarks/README.md).
 #
 # Usage: scripts/bench-smoke.sh   (after scripts/install-deps.sh; the JSON lines are copied to stdout)
 set -euo pipefail
@@ -20,9 +20,9 @@ bench="$(swift build -c release --show-bin-path)/nearby-bench"
 output="$(mktemp)"
 trap 'rm -f "$output"' EXIT
 
-scripts/with-test-network.sh timeout --signal=TERM --kill-after=30s 10m "$bench" --json --quick | tee "$output"
+scripts/with-test-network.sh timeout --signal=TERM --kill-after=30s 10m "$bench" --json --quick --file-mib 256 | tee "$output"
 
-NEARBY_BENCH_CPU_LIMIT="${NEARBY_BENCH_CPU_LIMIT:-4.5}" python3 - "$output" <<'PY'
+NEARBY_BENCH_CPU_LIMIT="${NEARBY_BENCH_CPU_LIMIT:-3}" python3 - "$output" <<'PY'
 import json, os, sys
 # (metric, baseline, qualifier): the qualifier tells apart lines of one metric and baseline (side, spokes).
 expected = {

@@ -59,9 +59,9 @@ struct LengthPrefixFramingTests {
         #expect(try LengthPrefixFraming.split([0, 0, 0, 5, 1]) == nil)
     }
 
-    @Test("The NIO decoder emits one body per frame, across arbitrary read boundaries", .timeLimit(.minutes(5)))
+    @Test("The NIO frame reader emits one body per frame, across arbitrary read boundaries", .timeLimit(.minutes(5)))
     func nioDecoder() throws {
-        let channel = EmbeddedChannel(handler: ByteToMessageHandler(LengthPrefixedFrameDecoder()))
+        let channel = EmbeddedChannel(handler: LengthPrefixedFrameReader())
         let bodies: [[UInt8]] = [[1], Array(repeating: 2, count: 300), [], [3, 3, 3]]
         let stream = try bodies.flatMap { try LengthPrefixFraming.frame($0) }
         var offset = 0
@@ -78,18 +78,54 @@ struct LengthPrefixFramingTests {
         #expect(try channel.finish().isClean)
     }
 
-    @Test("The NIO decoder rejects a 2 GiB length prefix without buffering it", .timeLimit(.minutes(5)))
+    @Test("The NIO frame reader gives the same bodies for every way of cutting a stream in two or three reads", .timeLimit(.minutes(5)))
+    func nioReaderEverySplit() throws {
+        let bodies: [[UInt8]] = [[7, 7], [], Array(0..<40).map { UInt8($0) }, [9]]
+        let stream = try bodies.flatMap { try LengthPrefixFraming.frame($0) }
+        for first in 0...stream.count {
+            for second in stride(from: first, through: stream.count, by: 3) {
+                let channel = EmbeddedChannel(handler: LengthPrefixedFrameReader())
+                for range in [0..<first, first..<second, second..<stream.count] where !range.isEmpty {
+                    try channel.writeInbound(ByteBuffer(bytes: stream[range]))
+                }
+                var received: [[UInt8]] = []
+                while let body: [UInt8] = try channel.readInbound() {
+                    received.append(body)
+                }
+                #expect(received == bodies, "cut at \(first) and \(second)")
+                #expect(try channel.finish().isClean)
+            }
+        }
+    }
+
+    @Test("A stream that ends inside a length prefix is reported, and bytes after a framing error are dropped", .timeLimit(.minutes(5)))
+    func nioReaderTruncatedPrefixAndAfterError() throws {
+        let truncated = EmbeddedChannel(handler: LengthPrefixedFrameReader())
+        try truncated.writeInbound(ByteBuffer(bytes: [0, 0, 0, 1, 5, 0, 0]))
+        #expect(try truncated.readInbound(as: [UInt8].self) == [5])
+        #expect(throws: NearbyError.self) { try truncated.finish() }
+
+        let hostile = EmbeddedChannel(handler: LengthPrefixedFrameReader())
+        #expect(throws: NearbyError.self) {
+            try hostile.writeInbound(ByteBuffer(bytes: [0xFF, 0xFF, 0xFF, 0xFF]))
+        }
+        try hostile.writeInbound(ByteBuffer(bytes: [0, 0, 0, 1, 5]))
+        #expect(try hostile.readInbound(as: [UInt8].self) == nil)
+        #expect(try hostile.finish().isClean)
+    }
+
+    @Test("The NIO frame reader rejects a 2 GiB length prefix without buffering it", .timeLimit(.minutes(5)))
     func nioHostileLength() throws {
-        let channel = EmbeddedChannel(handler: ByteToMessageHandler(LengthPrefixedFrameDecoder()))
+        let channel = EmbeddedChannel(handler: LengthPrefixedFrameReader())
         #expect(throws: NearbyError.self) {
             try channel.writeInbound(ByteBuffer(bytes: [0x80, 0, 0, 0]))
         }
         _ = try? channel.finish()
     }
 
-    @Test("The NIO decoder reports a stream that ends inside a frame", .timeLimit(.minutes(5)))
+    @Test("The NIO frame reader reports a stream that ends inside a frame", .timeLimit(.minutes(5)))
     func nioTruncated() throws {
-        let channel = EmbeddedChannel(handler: ByteToMessageHandler(LengthPrefixedFrameDecoder()))
+        let channel = EmbeddedChannel(handler: LengthPrefixedFrameReader())
         try channel.writeInbound(ByteBuffer(bytes: [0, 0, 0, 10, 1, 2, 3]))
         #expect(throws: NearbyError.self) { try channel.finish() }
     }
@@ -132,7 +168,7 @@ struct LengthPrefixFramingTests {
             } catch {
                 #expect(error.code == .invalidFraming)
             }
-            let channel = EmbeddedChannel(handler: ByteToMessageHandler(LengthPrefixedFrameDecoder()))
+            let channel = EmbeddedChannel(handler: LengthPrefixedFrameReader())
             do {
                 try channel.writeInbound(ByteBuffer(bytes: bytes))
                 _ = try channel.finish()

@@ -1,4 +1,5 @@
 import AsyncAlgorithms
+import Foundation
 import Logging
 import NearbyWire
 
@@ -17,13 +18,14 @@ extension EndpointSession {
     /// Decrypts a frame and performs the state machine's actions on it, without suspending.
     func receive(_ body: [UInt8], into followUps: inout [FollowUp]) {
         deadlines.frameRead(at: clock.now)
-        var plaintext = body
         if secure.isEnabled {
             do {
-                plaintext = try secure.context.withLock { context throws(NearbyError) -> [UInt8] in
-                    try context!.decode(body)
+                let message = try secure.context.withLock { context throws(NearbyError) -> Data in
+                    try context!.decodeMessage(body)
                 }
                 peerSentEncrypted = true
+                perform(machine.receive(message), into: &followUps)
+                return
             } catch {
                 // Peers may send a keep-alive in plaintext around the switch to encryption (§3.6): before their
                 // first encrypted frame, and not long after ours.
@@ -43,7 +45,7 @@ extension EndpointSession {
                 }
             }
         }
-        perform(machine.receive(plaintext), into: &followUps)
+        perform(machine.receive(body), into: &followUps)
     }
 
     /// Performs the state machine's actions, then awaits what they left to wait for.

@@ -214,7 +214,7 @@ package struct ConnectionStateMachine: Sendable {
     }
 
     /// Handles one received frame body: plaintext before encryption, already decrypted after.
-    package mutating func receive(_ body: [UInt8]) -> [Action] {
+    package mutating func receive(_ body: some Collection<UInt8>) -> [Action] {
         switch state {
         case .idle, .closed:
             return []
@@ -292,7 +292,7 @@ package struct ConnectionStateMachine: Sendable {
 
     // MARK: - Phases
 
-    private mutating func receiveRequest(_ body: [UInt8]) -> [Action] {
+    private mutating func receiveRequest(_ body: some Collection<UInt8>) -> [Action] {
         let frame: InboundFrame
         do {
             frame = try OfflineFrameParser.parse(body)
@@ -342,14 +342,14 @@ package struct ConnectionStateMachine: Sendable {
         return actions + [.initiated(info)]
     }
 
-    private mutating func receivePending(_ body: [UInt8], _ pending: inout Pending) -> [Action] {
+    private mutating func receivePending(_ body: some Collection<UInt8>, _ pending: inout Pending) -> [Action] {
         guard let frame = try? OfflineFrameParser.parse(body) else {
             // Possibly a frame the peer already encrypted (it accepted and saw our acceptance first): keep it
             // until encryption is on here.
             guard pending.deferred.count < Self.maxDeferredFrames else {
                 return fail(NearbyError(.invalidFrame, "too many unreadable frames before encryption"))
             }
-            pending.deferred.append(body)
+            pending.deferred.append(Array(body))
             state = .awaitingDecisions(pending)
             return []
         }
@@ -388,7 +388,7 @@ package struct ConnectionStateMachine: Sendable {
         return [.rejected(byPeer: !peer)]
     }
 
-    private mutating func receiveConnected(_ body: [UInt8]) -> [Action] {
+    private mutating func receiveConnected(_ body: some Collection<UInt8>) -> [Action] {
         let frame: InboundFrame
         do {
             frame = try OfflineFrameParser.parse(body)

@@ -76,6 +76,12 @@ public struct D2DSecureChannel: Sendable {
     ///   ``NearbyError/Code-swift.struct/authenticationFailed`` for a bad signature, scheme, padding or metadata,
     ///   ``NearbyError/Code-swift.struct/sequenceMismatch`` for a replayed, skipped or reordered message.
     package mutating func decode(_ bytes: some Collection<UInt8>) throws(NearbyError) -> [UInt8] {
+        Array(try decodeMessage(bytes))
+    }
+
+    /// ``decode(_:)`` without its last copy: the carried message as a slice of the decrypted body (the receive
+    /// path hands it straight to the frame parser).
+    package mutating func decodeMessage(_ bytes: some Collection<UInt8>) throws(NearbyError) -> Data {
         let received = bytes as? [UInt8] ?? Array(bytes)
         let outer: [ProtobufWireScanner.Value?]
         do {
@@ -140,12 +146,12 @@ public struct D2DSecureChannel: Sendable {
                 .sequenceMismatch,
                 "expected sequence number \(expected), got \(sequenceNumber.map { "\($0)" } ?? "none")")
         }
-        let message: [UInt8]
+        let message: Data
         switch inner[1] {
         case .bytes(let range):
             let start = plaintext.startIndex
-            message = Array(plaintext[(start + range.lowerBound)..<(start + range.upperBound)])
-        case nil: message = []
+            message = plaintext[(start + range.lowerBound)..<(start + range.upperBound)]
+        case nil: message = Data()
         default: throw NearbyError(.authenticationFailed, "decrypted message has the wrong wire type")
         }
         lastReceivedSequenceNumber = expected

@@ -7,7 +7,7 @@ import NearbyWire
 /// `LengthPrefixFraming`.
 ///
 /// The connection is a SwiftNIO channel whose pipeline decodes inbound bytes into frame bodies
-/// (`LengthPrefixedFrameDecoder`) and prefixes outbound bodies without copying them (`LengthPrefixedFrameWriter`);
+/// (`LengthPrefixedFrameReader`) and prefixes outbound bodies without copying them (`LengthPrefixedFrameWriter`);
 /// it is driven from Swift concurrency through an `NIOAsyncChannel`. `TCP_NODELAY` is set, so small frames leave at
 /// once.
 ///
@@ -52,7 +52,7 @@ package final class TCPEndpointChannel: EndpointChannel {
             // buffers); an idle connection's reads shrink back.
             try channel.syncOptions?.setOption(.recvAllocator, value: Self.receiveAllocator)
             let operations = channel.pipeline.syncOperations
-            try operations.addHandler(ByteToMessageHandler(LengthPrefixedFrameDecoder()))
+            try operations.addHandler(LengthPrefixedFrameReader())
             try operations.addHandler(LengthPrefixedFrameWriter())
             try operations.addHandler(observer)
             asyncChannel = try NIOAsyncChannel<[UInt8], ByteBuffer>(
@@ -227,9 +227,6 @@ package final class TCPEndpointChannel: EndpointChannel {
     static func readError(_ error: any Error, peer: String) -> NearbyError {
         if let error = error as? NearbyError {
             return NearbyError(error.code, "reading from \(peer) failed: \(error.message)", cause: error)
-        }
-        if error is ByteToMessageDecoderError {
-            return NearbyError(.invalidFraming, "reading from \(peer) failed: bad framing", cause: error)
         }
         return NearbyError(.endpointIoError, "reading from \(peer) failed: \(error)", cause: error)
     }

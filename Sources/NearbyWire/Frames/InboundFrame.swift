@@ -47,7 +47,12 @@ package enum OfflineFrameParser {
     {
         let frame: ProtoOfflineFrame
         do {
-            frame = try ProtoOfflineFrame(serializedBytes: Array(bytes))
+            // The decrypted message arrives as `Data` (a slice of the plaintext); parse it where it lies.
+            if let data = bytes as? Data {
+                frame = try ProtoOfflineFrame(serializedBytes: data)
+            } else {
+                frame = try ProtoOfflineFrame(serializedBytes: Array(bytes))
+            }
         } catch {
             throw NearbyError(.malformedMessage, "bytes are not an OfflineFrame", cause: error)
         }

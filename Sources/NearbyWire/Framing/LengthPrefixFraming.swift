@@ -2,7 +2,7 @@
 /// that many bytes.
 ///
 /// A length below zero or above ``maxFrameLength`` is an error in both directions. These are pure functions; the
-/// SwiftNIO handlers ``LengthPrefixedFrameDecoder`` and ``LengthPrefixedFrameEncoder`` apply the same rules on a
+/// SwiftNIO handlers ``LengthPrefixedFrameReader`` and ``LengthPrefixedFrameEncoder`` apply the same rules on a
 /// channel, and ``IncrementalFrameReader`` applies them to bytes that arrive in pieces.
 package enum LengthPrefixFraming {
     /// The size of the length prefix in bytes.
