@@ -56,6 +56,7 @@ package final class LengthPrefixedFrameReader: ChannelInboundHandler {
                 let length: Int
                 if prefix.isEmpty, let value = buffer.readInteger(endianness: .big, as: Int32.self) {
                     length = Int(value)
+                    try LengthPrefixFraming.checkLength(length)
                 } else {
                     while prefix.count < LengthPrefixFraming.prefixLength, let byte = buffer.readInteger(as: UInt8.self) {
                         prefix.append(byte)
@@ -64,7 +65,6 @@ package final class LengthPrefixedFrameReader: ChannelInboundHandler {
                     length = try LengthPrefixFraming.decodeLength(prefix)
                     prefix.removeAll(keepingCapacity: true)
                 }
-                try LengthPrefixFraming.checkLength(length)
                 if let body = buffer.readBytes(length: length) {
                     context.fireChannelRead(wrapInboundOut(body))
                 } else {
@@ -95,8 +95,6 @@ package final class LengthPrefixedFrameReader: ChannelInboundHandler {
     private func checkEndOfStream(context: ChannelHandlerContext) {
         let leftover = prefix.count + (partial.map { LengthPrefixFraming.prefixLength + $0.body.count } ?? 0)
         guard !failed, leftover > 0 else { return }
-        prefix = []
-        partial = nil
         fail(context: context, NearbyError(.invalidFraming, "stream ended inside a frame (\(leftover) bytes left over)"))
     }
 
