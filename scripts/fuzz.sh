@@ -16,7 +16,7 @@ repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
 
 targets_all=(
-    framing offline-frame ukey2-server ukey2-client secure-message wifi-lan-service ble-advertisement hci l2cap
+    framing offline-frame ukey2-server ukey2-client secure-message wifi-lan-service ble-advertisement hci l2cap ble-socket att
     messages-envelope beacons connection-state-machine service-protocol found-lost-flood service-state-file quick-share
     dbus-signals
 )

@@ -12,7 +12,7 @@ struct NearbyBench: AsyncParsableCommand {
         usage: "nearby-bench [--json] [--quick]",
         discussion: "--json prints one JSON object per line per figure; --quick uses small sizes. See Benchmarks/README.md.",
         subcommands: [
-            RunCommand.self, ReceiverCommand.self, BLEL2CAPCommand.self, BLEL2CAPSendCommand.self, BLEUpgradeCommand.self,
+            RunCommand.self, ReceiverCommand.self, BLEL2CAPCommand.self, BLEL2CAPSendCommand.self, BLEUpgradeCommand.self, BLESocketPathsCommand.self,
         ],
         defaultSubcommand: RunCommand.self)
 }

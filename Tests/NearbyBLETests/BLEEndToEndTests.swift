@@ -45,10 +45,15 @@ final class EventLog: Sendable {
 struct BLEEndToEndTests {
     func manager(
         _ controllers: VirtualControllers, _ index: Int, directory: URL, wifiLAN: Bool = false,
-        lan: (any MediumDriver)? = nil
+        lan: (any MediumDriver)? = nil, gatt: Bool = true
     ) throws -> (ConnectionManager, EventLog, BLEMedium) {
         let logger = BLETestEnvironment.logger("peer\(index)")
-        let medium = BLEMedium(configuration: .init(transport: controllers.spec(index)), logger: logger)
+        let configuration = BLEMedium.Configuration(transport: controllers.spec(index))
+        let medium = gatt
+            ? BLEMedium(configuration: configuration, logger: logger)
+            : BLEMedium(
+                radio: GATTlessRadio(UserSpaceHostRadio(transport: controllers.spec(index), logger: logger)),
+                configuration: configuration, logger: logger)
         var mediums: [any MediumDriver] = [medium]
         if let lan { mediums.append(lan) } else if wifiLAN { mediums.append(WiFiLANMedium(logger: logger)) }
         // The advertiser waits before offering the upgrade, so a transfer is moving over BLE when it happens.
@@ -61,15 +66,16 @@ struct BLEEndToEndTests {
     /// Discovery and a connection over BLE, bytes, then a file from the advertiser. With `upgrade`, both sides
     /// also have Wi-Fi LAN (advertising and discovery stay on BLE): a stream from the discoverer is started while
     /// the connection is still on BLE, the connection moves to Wi-Fi LAN under it, and a 20 MB file follows.
-    func run(advertiserName: String, upgrade: Bool = false) async throws {
+    func run(advertiserName: String, upgrade: Bool = false, advertiserGATT: Bool = true, discovererGATT: Bool = true) async throws {
         let controllers = try await VirtualControllers.start(2)
         defer { controllers.stop() }
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-ble-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
         let upgradeGate = upgrade ? GatedUpgradeLAN() : nil
-        let (a, aLog, aMedium) = try manager(controllers, 0, directory: scratch, wifiLAN: upgrade, lan: upgradeGate)
-        let (b, bLog, bMedium) = try manager(controllers, 1, directory: scratch, wifiLAN: upgrade)
+        let (a, aLog, aMedium) = try manager(
+            controllers, 0, directory: scratch, wifiLAN: upgrade, lan: upgradeGate, gatt: advertiserGATT)
+        let (b, bLog, bMedium) = try manager(controllers, 1, directory: scratch, wifiLAN: upgrade, gatt: discovererGATT)
         defer { upgradeGate?.open() }
         let advertiser = Advertiser(connectionManager: a)
         let sessions = try await advertiser.startAdvertising(using: Data(advertiserName.utf8), mediums: [.ble])
@@ -195,6 +201,19 @@ struct BLEEndToEndTests {
 
     @Test func fastAdvertisementConnectionBytesAndOneMegabyteFile() async throws {
         try await run(advertiserName: "short")
+    }
+
+    /// A fast advertisement carries no PSM, so the discoverer asks for a Weave GATT socket first. An advertiser whose
+    /// radio serves no GATT (as BlueZ-backed ones do for now) has none: the discoverer falls back to L2CAP on the
+    /// PSM a fast advertisement implies.
+    @Test func advertiserWithoutGATTIsReachedOverL2CAP() async throws {
+        try await run(advertiserName: "no gatt", advertiserGATT: false)
+    }
+
+    /// A discoverer whose radio cannot be a GATT client connects to a fast advertisement over L2CAP on its implied
+    /// PSM.
+    @Test func discovererWithoutGATTConnectsOverL2CAP() async throws {
+        try await run(advertiserName: "no gatt", discovererGATT: false)
     }
 
     @Test func extendedAdvertisementWithPSMConnects() async throws {
@@ -365,4 +384,28 @@ final class HeldStreamFeed: Sendable {
         offset.withLock { $0 = end }
         return Array(contents[start..<end])
     }
+}
+
+/// A radio that forwards everything but GATT to a user-space host, like a radio without GATT support (BlueZ for now):
+/// `publishGATT` and `connectGATT` throw `.mediumUnavailable` (the protocol's defaults).
+final class GATTlessRadio: BLERadio {
+    let base: UserSpaceHostRadio
+    init(_ base: UserSpaceHostRadio) { self.base = base }
+    var description: String { "GATT-less \(base)" }
+    func open() async throws { try await base.open() }
+    func supportsExtendedAdvertising() async throws -> Bool { try await base.supportsExtendedAdvertising() }
+    func startAdvertising(_ advertisement: BLEAdvertisement) async throws -> BLERadioHandle {
+        try await base.startAdvertising(advertisement)
+    }
+    func scan(preset: ScanPreset) -> AsyncThrowingStream<AdvertisingReport, any Error> { base.scan(preset: preset) }
+    func listen(
+        psm: UInt16?, onChannel: @escaping @Sendable (any L2CAPSDUChannel) -> Void
+    ) async throws -> BLEL2CAPServer {
+        try await base.listen(psm: psm, onChannel: onChannel)
+    }
+    func connect(to address: BLEAddress, psm: UInt16) async throws -> any L2CAPSDUChannel {
+        try await base.connect(to: address, psm: psm)
+    }
+    func states() -> AsyncStream<BLERadioState> { base.states() }
+    func shutdown() async { await base.shutdown() }
 }

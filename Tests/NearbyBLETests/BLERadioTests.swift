@@ -117,11 +117,18 @@ struct BLERadioTests {
         #expect(endpoint.endpointID == "ABCD")
         #expect(endpoint.endpointInfo == [1, 2, 3])
 
-        let channel = try await medium.connect(to: .ble(address: "C0:00:00:00:00:AB", psm: nil))
+        // The fast form has no PSM, so a connection needs GATT, which the fake radio lacks.
+        await #expect(throws: NearbyError.self) {
+            _ = try await medium.connect(to: .ble(address: "C0:00:00:00:00:AB", psm: nil))
+        }
+        // With a PSM: an L2CAP channel with Android's framing; the server's handshake runs on its first read.
+        async let connecting = medium.connect(to: .ble(address: "C0:00:00:00:00:AB", psm: 0x80))
+        let server = try await eventually(within: 10, "the incoming channel") { incoming.withLock { $0.first } }
+        async let firstFrame = server.readFrame()
+        let channel = try await connecting
         let body = Array(repeating: UInt8(7), count: 200)
         try await channel.writeFrame(body)
-        let server = try #require(incoming.withLock { $0.first }, "the fake radio hands the channel over at connect")
-        #expect(try await server.readFrame() == body)
+        #expect(try await firstFrame == body)
         await channel.close()
         await session.stop()
         #expect(radio.advertisements.withLock { $0.isEmpty })

@@ -37,7 +37,8 @@ struct BLEStalledWriteTests {
         timeouts.handshake = .seconds(120)
         let failure = LockedValue<NearbyError?>(nil)
         let session = EndpointSession(
-            channel: BLEEndpointChannel(channel: channel),
+            channel: await BLESocketChannel.assumingEstablished(
+                link: L2CAPMessageLink(channel: channel), serviceID: "credit-starved"),
             machine: .outgoing(
                 local: .init(endpointID: "BLE1", endpointInfo: Array("credit-starved".utf8)), medium: .ble,
                 peerEndpointID: "PEER", peerEndpointInfo: []),

@@ -15,6 +15,8 @@ let fuzzTargets: [String: @Sendable (FuzzInput) -> Void] = [
     "ble-advertisement": fuzzBleAdvertisement,
     "hci": fuzzHCI,
     "l2cap": fuzzL2CAP,
+    "ble-socket": fuzzBLESocket,
+    "att": fuzzATT,
     "messages-envelope": fuzzMessagesEnvelope,
     "beacons": fuzzBeacons,
     "connection-state-machine": fuzzConnectionStateMachine,

@@ -21,6 +21,8 @@ enum Seeds {
             "ble-advertisement": bleAdvertisements(),
             "hci": hci(),
             "l2cap": l2cap(),
+            "ble-socket": bleSocket(),
+            "att": att(),
             "messages-envelope": messagesEnvelopes(),
             "beacons": beacons(),
             "connection-state-machine": connectionStateMachine(),
@@ -220,6 +222,45 @@ enum Seeds {
         for segment in KFrameSegmenter.segments(sdu: sdu, mps: 64) { kframes += le16(segment.count) + segment }
         seeds.append(kframes)
         seeds.append([2, 41] + sdu)
+        return seeds
+    }
+
+    static func bleSocket() -> [[UInt8]] {
+        let hash: [UInt8] = [1, 2, 3]
+        var seeds: [[UInt8]] = [
+            [0] + BleSocketPacket.introduction(serviceIDHash: hash).encodedBytes,
+            [0] + BleSocketPacket.acknowledgement(serviceIDHash: hash, receivedSize: 300).encodedBytes,
+            [0] + BleSocketPacket.disconnection(serviceIDHash: hash).encodedBytes,
+            [0] + hash + [0, 0, 0, 2, 8, 1],
+            [1, 0x03], [1, 0x17], [1, 0x01, 0x00, 0x03] + hash,
+            [2, 5] + BleL2CAPFraming.frame([0x17]),
+            [3] + WeavePacket(counter: 0, .connectionRequest(minVersion: 1, maxVersion: 1, maxPacketSize: 0, data: [])).encodedBytes,
+            [3] + WeavePacket(counter: 1, .data(isFirst: true, isLast: true, payload: hash + [9])).encodedBytes,
+        ]
+        // A server socket over Weave: request, then the introduction as one message.
+        var weave: [UInt8] = [4, 0, 30]
+        let request = WeavePacket(counter: 0, .connectionRequest(minVersion: 1, maxVersion: 1, maxPacketSize: 30, data: [])).encodedBytes
+        weave += [UInt8(request.count)] + request
+        let intro = WeavePacket(counter: 1, .data(isFirst: true, isLast: true, payload: BleSocketPacket.introduction(serviceIDHash: hash).encodedBytes)).encodedBytes
+        weave += [UInt8(intro.count)] + intro
+        seeds.append(weave)
+        return seeds
+    }
+
+    static func att() -> [[UInt8]] {
+        let pdus: [ATTPDU] = [
+            .exchangeMTURequest(mtu: 517),
+            .findByTypeValueRequest(start: 1, end: 0xFFFF, type: 0x2800, value: [0xF3, 0xFE]),
+            .readByTypeRequest(start: 1, end: 0xFFFF, type: BLEUUID(0x2803)),
+            .findInformationRequest(start: 1, end: 0xFFFF),
+            .readRequest(handle: 8), .readBlobRequest(handle: 8, offset: 22),
+            .writeRequest(handle: 6, value: [2, 0]), .writeRequest(handle: 3, value: [0x80, 0, 1, 0, 1, 0, 0]),
+            .readByGroupTypeRequest(start: 1, end: 0xFFFF, type: BLEUUID(0x2800)),
+        ]
+        var seeds = pdus.map { [0] + $0.encodedBytes }
+        var conversation: [UInt8] = [1]
+        for pdu in pdus { conversation += [UInt8(pdu.encodedBytes.count)] + pdu.encodedBytes }
+        seeds.append(conversation)
         return seeds
     }
 

@@ -148,10 +148,19 @@ extension BLEHost {
         _ = try? await execute(.leCreateConnectionCancel)
     }
 
-    /// Disconnects an LE connection.
+    /// Disconnects an LE connection and waits (at most 2 s) until the controller reports it ended, so that a new
+    /// connection to the same peer is not mistaken for the old one.
     package func disconnect(handle: UInt16) async {
         guard connections[handle] != nil, failure == nil else { return }
-        _ = try? await execute(.disconnect(handle: handle))
+        guard (try? await execute(.disconnect(handle: handle))) != nil, connections[handle] != nil else { return }
+        await withCheckedContinuation { continuation in
+            disconnectWaiters[handle, default: []].append(continuation)
+            schedule(.disconnect(handle: handle), after: .seconds(2))
+        }
+    }
+
+    func disconnectTimedOut(handle: UInt16) {
+        for waiter in disconnectWaiters.removeValue(forKey: handle) ?? [] { waiter.resume() }
     }
 
     // MARK: - GAP: connection events
@@ -183,6 +192,8 @@ extension BLEHost {
     }
 
     func connectionEnded(handle: UInt16, reason: UInt8) {
+        timers.cancel(.disconnect(handle: handle))
+        for waiter in disconnectWaiters.removeValue(forKey: handle) ?? [] { waiter.resume() }
         guard let connection = connections.removeValue(forKey: handle) else { return }
         logger.debug(
             "LE connection ended", metadata: ["handle": "\(handle)", "reason": "0x\(String(reason, radix: 16))"])
@@ -191,5 +202,7 @@ extension BLEHost {
             "the LE connection to \(connection.peer) ended (reason 0x\(String(reason, radix: 16)))")
         perform(acl.connectionClosed(handle, error))
         perform(signalling.connectionEnded(handle, error))
+        attConnectionEnded(handle: handle, error)
+        gattEvents?.yield(.disconnected(GATTPeer(connection: handle, address: connection.peer)))
     }
 }

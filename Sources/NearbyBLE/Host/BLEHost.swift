@@ -69,7 +69,16 @@ package actor BLEHost {
     /// Whether the controller reports the LE Extended Advertising feature.
     package internal(set) var supportsExtendedAdvertising = false
 
+    var attBearers: [UInt16: ATTBearer] = [:]
+    var attWaiters: [UInt16: [ATTClientQueue.RequestID: CheckedContinuation<ATTPDU, any Error>]] = [:]
+    var gattDatabase: GATTDatabase?
+    var gattEvents: AsyncStream<GATTServerEvent>.Continuation?
+    var indicationWaiters: [UInt16: CheckedContinuation<Void, any Error>] = [:]
+    var indicationGates: [UInt16: AsyncGate] = [:]
+    var gattSubscribers: [UInt16: [UInt16: AsyncStream<[UInt8]>.Continuation]] = [:]
+
     var connections: [UInt16: Connection] = [:]
+    var disconnectWaiters: [UInt16: [CheckedContinuation<Void, Never>]] = [:]
     var pendingConnect: (peer: BLEAddress, continuation: CheckedContinuation<UInt16, any Error>)?
 
     var scanHandlers: [Int: @Sendable (AdvertisingReport) -> Void] = [:]
@@ -201,7 +210,12 @@ package actor BLEHost {
         }
         perform(acl.failAll(error))
         perform(signalling.failAll(error))
+        for handle in Array(attBearers.keys) { attConnectionEnded(handle: handle, error) }
+        gattEvents?.finish()
+        gattEvents = nil
         timers.cancelAll()
+        for waiter in disconnectWaiters.values.joined() { waiter.resume() }
+        disconnectWaiters = [:]
         connections = [:]
         scanHandlers = [:]
         let observers = failureObservers.values
@@ -279,6 +293,10 @@ package actor BLEHost {
         logger.trace("ACL in", metadata: ["handle": "\(packet.handle)", "boundary": "\(packet.boundary)", "length": "\(packet.data.count)"])
         guard let pdu = try acl.receive(packet) else { return }
         let (cid, payload) = try L2CAPFrame.decode(pdu)
+        if cid == ATTBearer.cid {
+            receiveATT(handle: packet.handle, payload)
+            return
+        }
         perform(signalling.receive(handle: packet.handle, cid: cid, payload))
     }
 
@@ -306,6 +324,12 @@ package actor BLEHost {
             await connectTimedOut(peer: peer)
         case .channelOpen(let identifier):
             perform(signalling.openTimedOut(identifier))
+        case .att(let handle, let id):
+            attTimedOut(handle: handle, id: id)
+        case .indication(let handle):
+            indicationTimedOut(handle: handle)
+        case .disconnect(let handle):
+            disconnectTimedOut(handle: handle)
         }
     }
 }

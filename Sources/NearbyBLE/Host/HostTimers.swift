@@ -9,6 +9,12 @@ struct HostTimers {
         case connect(BLEAddress)
         /// The timeout of our L2CAP connection request `identifier` (``L2CAPSignalling``).
         case channelOpen(UInt8)
+        /// The ATT transaction timeout of request `id` on connection `handle` (``ATTClientQueue``).
+        case att(handle: UInt16, id: ATTClientQueue.RequestID)
+        /// The confirmation timeout of the indication outstanding on connection `handle`.
+        case indication(handle: UInt16)
+        /// How long ``BLEHost/disconnect(handle:)`` waits for the Disconnection Complete event.
+        case disconnect(handle: UInt16)
     }
 
     private var running: [Timer: (generation: Int, task: Task<Void, Never>)] = [:]

@@ -3,15 +3,20 @@ import Logging
 import NearbyCore
 import NearbyWire
 
-/// The BLE medium: Nearby BLE advertisements (service data 0xFEF3) and L2CAP LE credit-based channels, through a
+/// The BLE medium: Nearby BLE advertisements (service data 0xFEF3) and BLE sockets in Android's formats, through a
 /// ``BLERadio``: our user-space ``BLEHost`` on an HCI controller (``UserSpaceHostRadio``) or the kernel's stack
 /// (``BlueZRadio``).
 ///
-/// Advertising: endpoint info of at most 17 bytes uses the fast advertisement form on legacy advertising (the
-/// fast form has no PSM; the channel server then listens on ``Configuration/fastAdvertisementPSM``); longer endpoint
-/// info uses the regular form with the PSM in its extra fields on an extended advertising set. Discovery decodes
-/// both forms from legacy and extended reports, reports an endpoint found once and lost when it has not been seen
-/// for ``Configuration/lostTimeout`` (one timer per advertiser, no polling).
+/// Advertising: endpoint info of at most 17 bytes uses the fast form on legacy advertising; longer endpoint info
+/// uses the regular form with the PSM in its extra fields, on an extended advertising set, or without extended
+/// advertising as an advertisement header on legacy advertising with the regular form in GATT slot 0. Every
+/// advertisement is served by an L2CAP channel server and the Weave GATT service 0xFEF3. Discovery decodes both forms
+/// from legacy and extended reports (reading the GATT slots behind a header of our service), reports an endpoint
+/// found once and lost when it has not been seen for ``Configuration/lostTimeout`` (one timer per advertiser, no
+/// polling).
+///
+/// Connecting picks the data path as Android does: L2CAP when the advertisement carried a PSM, the Weave GATT socket
+/// otherwise; both carry the BLE socket layer (``BLESocketChannel``, docs/BLE-ANDROID.md).
 ///
 /// From its first use on, the medium follows its radio's state (``radioStates()``). When the radio is usable again
 /// after a problem (the user-space host's transport reopened, `bluetoothd` back, the adapter powered on again),
@@ -33,8 +38,14 @@ package final class BLEMedium: MediumDriver {
         package var advertisingIntervalMillis = 100
         /// The PSM a fast advertisement implies (it cannot carry one), and the first one this medium listens on.
         package var fastAdvertisementPSM: UInt16 = 0x0080
-        /// Use the regular form on extended advertising even for short endpoint info.
+        /// Use the regular form (on extended advertising, or behind a header) even for short endpoint info.
         package var alwaysUseExtendedAdvertising = false
+        /// Serve the regular form from GATT slots behind an advertisement header even when the controller could
+        /// send it as an extended advertisement (as on controllers without extended advertising).
+        package var alwaysUseGATTAdvertisement = false
+        /// Connect over L2CAP when the peer's advertisement carries a PSM (as Android does with its L2CAP flag on);
+        /// `false` always uses the Weave GATT socket.
+        package var useL2CAP = true
         /// The clock the lost-endpoint timers sleep on (a `ManualClock` from `NearbyTesting` in tests).
         package var clock: NearbyClock = .continuous
 
@@ -60,6 +71,7 @@ package final class BLEMedium: MediumDriver {
     package let radio: any BLERadio
     private let logger: Logger
     private let watch = BLERadioWatch()
+    private let lastDiscoveredServiceID = LockedValue<String?>(nil)
 
     /// Creates a medium whose user-space host opens the controller of `configuration.transport` on first use.
     /// - Precondition: `configuration.transport` is set (use ``init(radio:configuration:logger:)`` otherwise).
@@ -130,14 +142,18 @@ package final class BLEMedium: MediumDriver {
         let useFast = request.endpointInfo.count <= BleConnectionsAdvertisement.maxFastEndpointInfoLength
             && !configuration.alwaysUseExtendedAdvertising
         let logger = self.logger
+        let serviceHashes: Set<[UInt8]> = [BleSocketPacket.serviceIDHash(request.serviceID)]
         let accept: @Sendable (any L2CAPSDUChannel) -> Void = { channel in
             logger.debug("incoming L2CAP channel", metadata: ["peer": "\(channel.peer)"])
-            onIncoming(BLEEndpointChannel(channel: channel))
+            onIncoming(BLESocketChannel.server(link: L2CAPMessageLink(channel: channel), serviceIDHashes: serviceHashes))
         }
         let server = try await radio.listen(psm: useFast ? configuration.fastAdvertisementPSM : nil, onChannel: accept)
         let psm = server.psm
         let token = Array(SHA256Digest.hash(utf8: String(UInt64.random(in: 0...UInt64.max))).prefix(2))
         let advertisement: BLEAdvertisement
+        let slots: [[UInt8]]
+        let form: String
+        let gatt: BLEGATTPublication
         let advertising: BLERadioHandle
         do {
             if useFast {
@@ -147,35 +163,70 @@ package final class BLEMedium: MediumDriver {
                 advertisement = BLEAdvertisement(
                     serviceUUID: Self.serviceUUID, serviceData: medium.encodedBytes, extended: false, psm: psm,
                     intervalMillis: configuration.advertisingIntervalMillis)
+                slots = []
+                form = "fast"
             } else {
-                guard try await radio.supportsExtendedAdvertising() else {
-                    throw NearbyError(
-                        .mediumUnavailable,
-                        "endpoint info of \(request.endpointInfo.count) bytes needs extended advertising, which the controller lacks (at most 17 bytes fit a legacy advertisement)")
-                }
                 let hash = ServiceIDHash.advertisementHash(serviceID: request.serviceID)
                 let connections = try BleConnectionsAdvertisement.regular(
                     pcp: request.pcp, serviceIDHash: hash, endpointID: endpointID, endpointInfo: request.endpointInfo)
                 let medium = try BleMediumAdvertisement.regular(
                     serviceIDHash: hash, data: connections.encodedBytes, deviceToken: token, psm: psm)
-                advertisement = BLEAdvertisement(
-                    serviceUUID: Self.serviceUUID, serviceData: medium.encodedBytes, extended: true, psm: psm,
-                    intervalMillis: configuration.advertisingIntervalMillis)
+                slots = [medium.encodedBytes]
+                if try await radio.supportsExtendedAdvertising(), !configuration.alwaysUseGATTAdvertisement {
+                    advertisement = BLEAdvertisement(
+                        serviceUUID: Self.serviceUUID, serviceData: medium.encodedBytes, extended: true, psm: psm,
+                        intervalMillis: configuration.advertisingIntervalMillis)
+                    form = "regular"
+                } else {
+                    // No extended advertising: the header on legacy advertising, the advertisement in GATT slot 0.
+                    let header = try Self.advertisementHeader(serviceID: request.serviceID, slots: slots, psm: psm)
+                    advertisement = BLEAdvertisement(
+                        serviceUUID: Self.serviceUUID, serviceData: header.encodedBytes, extended: false, psm: psm,
+                        intervalMillis: configuration.advertisingIntervalMillis)
+                    form = "header"
+                }
             }
-            advertising = try await radio.startAdvertising(advertisement)
+            gatt = BLEGATTPublication(
+                radio: radio, slots: slots, serviceIDHashes: serviceHashes, logger: logger, onSocket: { onIncoming($0) })
+            do {
+                try await gatt.start()
+            } catch {
+                guard form != "header" else { throw error }
+                // A radio without GATT (BlueZ for now) still takes L2CAP connections.
+                logger.notice("advertising without a Weave GATT socket", metadata: ["error": "\(error)"])
+            }
+            do {
+                advertising = try await radio.startAdvertising(advertisement)
+            } catch {
+                await gatt.stop()
+                throw error
+            }
         } catch {
             await server.stop()
             throw error
         }
         logger.debug(
-            "advertising", metadata: ["endpoint": "\(request.endpointID)", "psm": "\(psm)", "fast": "\(useFast)"])
+            "advertising", metadata: ["endpoint": "\(request.endpointID)", "psm": "\(psm)", "form": "\(form)"])
         let sessions = watch.advertisements
         let session = BLEAdvertisingSession(
-            advertising: advertising, server: server, advertisement: advertisement, radio: radio, accept: accept,
-            advertisedName: "FEF3 \(useFast ? "fast" : "regular") psm \(psm)",
+            advertising: advertising, server: server, advertisement: advertisement, radio: radio, accept: accept, gatt: gatt,
+            advertisedName: "FEF3 \(form) psm \(psm)",
             onStop: { session in _ = sessions.withLock { $0.removeValue(forKey: ObjectIdentifier(session)) } })
         sessions.withLock { $0[ObjectIdentifier(session)] = session }
         return session
+    }
+
+    /// The advertisement header for GATT-served advertisements: the service and a random 128-byte dummy ID in the
+    /// Bloom filter, the chained hash over the dummy and the slots, and the PSM.
+    static func advertisementHeader(serviceID: String, slots: [[UInt8]], psm: UInt16) throws -> BleAdvertisementHeader {
+        let dummy = (0..<BleServiceIDBloomFilter.dummyServiceIDLength).map { _ in UInt8.random(in: 0...255) }
+        var bloom = BleServiceIDBloomFilter()
+        bloom.add(serviceID)
+        bloom.add(dummy)
+        return try BleAdvertisementHeader(
+            supportsExtendedAdvertisement: false, slotCount: slots.count, serviceIDBloomFilter: bloom,
+            advertisementHash: BleAdvertisementHeader.advertisementHash(dummyServiceID: dummy, slotAdvertisements: slots),
+            psm: psm)
     }
 
     // MARK: - Discovery
@@ -186,7 +237,9 @@ package final class BLEMedium: MediumDriver {
         let logger = self.logger
         let radio = self.radio
         let states = watch.broadcast
+        lastDiscoveredServiceID.withLock { $0 = serviceID }
         watchRadio()
+        let reader = GATTAdvertisementReader(serviceID: serviceID, radio: radio, clock: configuration.clock, logger: logger)
         // Owner: the returned stream, whose `onTermination` cancels it when the consumer stops; it ends then, when
         // the scan fails before the radio ever worked, or, once a scan ended, when the radio watch has stopped (the
         // medium's `shutdown()` or `deinit`).
@@ -202,7 +255,7 @@ package final class BLEMedium: MediumDriver {
                 do {
                     for try await report in radio.scan(preset: configuration.scanPreset) {
                         if Task.isCancelled { break }
-                        run.receive(report)
+                        if let resolved = await reader.resolve(report) { run.receive(resolved) }
                     }
                     if Task.isCancelled { break }
                     logger.notice("BLE scan ended by the radio; scanning again once it is usable")
@@ -225,13 +278,45 @@ package final class BLEMedium: MediumDriver {
 
     // MARK: - Connecting
 
+    /// Opens a channel for the service this medium discovered last (see ``connect(to:serviceID:)``).
+    /// - Throws: `.invalidArgument` when the medium has not discovered yet, so it does not know the service.
     package func connect(to route: EndpointRoute) async throws -> any EndpointChannel {
+        guard let serviceID = lastDiscoveredServiceID.withLock({ $0 }) else {
+            throw NearbyError(.invalidArgument, "a BLE connection needs the service ID; discover first or pass it")
+        }
+        return try await connect(to: route, serviceID: serviceID)
+    }
+
+    /// Opens a BLE socket for `serviceID` to a discovered endpoint: an L2CAP channel to the PSM its advertisement
+    /// carries, with Android's framing, command handshake and the socket layer's introduction
+    /// (docs/BLE-ANDROID.md).
+    package func connect(to route: EndpointRoute, serviceID: String) async throws -> any EndpointChannel {
         guard case .ble(let addressText, let psm) = route, let address = BLEAddress(string: addressText) else {
             throw NearbyError(.invalidArgument, "the BLE medium cannot connect to \(route)")
         }
         watchRadio()
-        let channel = try await radio.connect(to: address, psm: psm ?? configuration.fastAdvertisementPSM)
-        logger.debug("connected", metadata: ["peer": "\(address)", "psm": "\(psm ?? configuration.fastAdvertisementPSM)"])
-        return BLEEndpointChannel(channel: channel)
+        if let psm, configuration.useL2CAP {
+            let channel = try await radio.connect(to: address, psm: psm)
+            logger.debug("connected", metadata: ["peer": "\(address)", "psm": "\(psm)", "path": "l2cap"])
+            return try await BLESocketChannel.connect(link: L2CAPMessageLink(channel: channel), serviceID: serviceID)
+        }
+        // No PSM advertised (the fast form never has one): a Weave GATT socket, as Android's BleConnectImpl does.
+        do {
+            let gatt = try await radio.connectGATT(to: address)
+            let link = try await WeaveClientLink.connect(gatt)
+            logger.debug("connected", metadata: ["peer": "\(address)", "path": "gatt"])
+            return try await BLESocketChannel.connect(link: link, serviceID: serviceID)
+        } catch let error as NearbyError where error.code == .mediumUnavailable && configuration.useL2CAP {
+            // Our radio cannot be a GATT client (BlueZ for now), or the peer serves no Weave socket (a BlueZ-backed
+            // swift-nearby advertiser): the same socket layer over L2CAP on the PSM a fast advertisement implies,
+            // where our advertisers always listen. Android never needs this: it serves Weave and connects over GATT.
+            let implied = configuration.fastAdvertisementPSM
+            logger.debug(
+                "no Weave socket; trying L2CAP on the fast advertisement's PSM",
+                metadata: ["peer": "\(address)", "psm": "\(implied)", "error": "\(error)"])
+            let channel = try await radio.connect(to: address, psm: implied)
+            logger.debug("connected", metadata: ["peer": "\(address)", "psm": "\(implied)", "path": "l2cap"])
+            return try await BLESocketChannel.connect(link: L2CAPMessageLink(channel: channel), serviceID: serviceID)
+        }
     }
 }

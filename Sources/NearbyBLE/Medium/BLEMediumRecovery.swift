@@ -74,7 +74,7 @@ final class BLERadioWatch: Sendable {
     }
 }
 
-/// A running BLE advertisement and its L2CAP server; started again with the same data and PSM after the radio
+/// A running BLE advertisement, its L2CAP server and its GATT service; started again with the same data and PSM after the radio
 /// recovered from an outage.
 package final class BLEAdvertisingSession: AdvertisingSession {
     private struct Running {
@@ -98,12 +98,14 @@ package final class BLEAdvertisingSession: AdvertisingSession {
     private let accept: @Sendable (any L2CAPSDUChannel) -> Void
     private let running: LockedValue<Running>
     private let onStop: @Sendable (BLEAdvertisingSession) -> Void
+    private let gatt: BLEGATTPublication?
 
     init(
         advertising: BLERadioHandle, server: BLEL2CAPServer, advertisement: BLEAdvertisement, radio: any BLERadio,
-        accept: @escaping @Sendable (any L2CAPSDUChannel) -> Void, advertisedName: String,
+        accept: @escaping @Sendable (any L2CAPSDUChannel) -> Void, gatt: BLEGATTPublication?, advertisedName: String,
         onStop: @escaping @Sendable (BLEAdvertisingSession) -> Void
     ) {
+        self.gatt = gatt
         self.running = LockedValue(Running(advertising: advertising, server: server))
         self.psm = server.psm
         self.advertisement = advertisement
@@ -123,6 +125,7 @@ package final class BLEAdvertisingSession: AdvertisingSession {
         onStop(self)
         await handle.stop()
         await server.stop()
+        await gatt?.stop()
     }
 
     /// Listens on the same PSM again (the old server went with the old host) and advertises the same data.
@@ -132,6 +135,7 @@ package final class BLEAdvertisingSession: AdvertisingSession {
         await old.advertising.stop()
         await old.server.stop()
         let server = try await radio.listen(psm: psm, onChannel: accept)
+        if let gatt { try? await gatt.start() }
         let handle: BLERadioHandle
         do {
             handle = try await radio.startAdvertising(advertisement)

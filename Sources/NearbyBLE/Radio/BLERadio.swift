@@ -39,6 +39,14 @@ package protocol BLERadio: Sendable, CustomStringConvertible {
     /// Releases the radio (closes the controller connection, servers and channels).
     func shutdown() async
 
+    /// Publishes a GATT server with `services` on every LE connection (replacing the one published before).
+    /// - Throws: `.mediumUnavailable` on radios without GATT support (the default).
+    func publishGATT(_ services: [GATTServiceDefinition]) async throws -> any BLEGATTServerHandle
+
+    /// Makes an LE connection to `address` as a GATT client.
+    /// - Throws: `.mediumUnavailable` on radios without GATT support (the default).
+    func connectGATT(to address: BLEAddress) async throws -> any BLEGATTClientConnection
+
     /// Whether the radio restores advertising, scanning and channel servers by itself after an outage (BlueZ
     /// registers again when `bluetoothd` or the adapter comes back, and the kernel keeps L2CAP servers). When
     /// `false`, `BLEMedium` starts them again once the radio reports ``BLERadioState/powered`` after a problem.

@@ -220,7 +220,7 @@ package actor NearbyEngine {
         connecting[alias] = nonce
         let channel: any EndpointChannel
         do {
-            channel = try await medium.connect(to: route)
+            channel = try await medium.connect(to: route, serviceID: configuration.serviceID)
         } catch {
             if connecting[alias] == nonce { connecting[alias] = nil }
             throw error

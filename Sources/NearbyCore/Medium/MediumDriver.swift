@@ -104,6 +104,10 @@ public protocol MediumDriver: Sendable {
     /// Opens a channel to a discovered endpoint.
     func connect(to route: EndpointRoute) async throws -> any EndpointChannel
 
+    /// Opens a channel to a discovered endpoint of `serviceID`. Mediums whose channels name the service (BLE's
+    /// socket layer introduces it) implement this; the default calls ``connect(to:)``.
+    func connect(to route: EndpointRoute, serviceID: String) async throws -> any EndpointChannel
+
     /// Whether this medium can be the target of a bandwidth upgrade (§9.4): Wi-Fi LAN can, BLE cannot. The
     /// default is `false`.
     var supportsUpgradeListening: Bool { get }
