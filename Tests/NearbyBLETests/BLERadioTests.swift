@@ -117,19 +117,21 @@ struct BLERadioTests {
         #expect(endpoint.endpointID == "ABCD")
         #expect(endpoint.endpointInfo == [1, 2, 3])
 
-        // The fast form has no PSM, so a connection needs GATT, which the fake radio lacks.
-        await #expect(throws: NearbyError.self) {
-            _ = try await medium.connect(to: .ble(address: "C0:00:00:00:00:AB", psm: nil))
+        // The fast form has no PSM, so a connection asks for GATT first, which the fake radio lacks; it falls back to
+        // L2CAP on the PSM the fast form implies. With a PSM: L2CAP at once. Both carry Android's framing; the
+        // server's handshake runs on its first read.
+        for (index, psm) in [nil, UInt16(0x80)].enumerated() {
+            async let connecting = medium.connect(to: .ble(address: "C0:00:00:00:00:AB", psm: psm))
+            let server = try await eventually(within: 10, "incoming channel \(index)") {
+                incoming.withLock { $0.count > index ? $0[index] : nil }
+            }
+            async let firstFrame = server.readFrame()
+            let channel = try await connecting
+            let body = Array(repeating: UInt8(7 + index), count: 200)
+            try await channel.writeFrame(body)
+            #expect(try await firstFrame == body)
+            await channel.close()
         }
-        // With a PSM: an L2CAP channel with Android's framing; the server's handshake runs on its first read.
-        async let connecting = medium.connect(to: .ble(address: "C0:00:00:00:00:AB", psm: 0x80))
-        let server = try await eventually(within: 10, "the incoming channel") { incoming.withLock { $0.first } }
-        async let firstFrame = server.readFrame()
-        let channel = try await connecting
-        let body = Array(repeating: UInt8(7), count: 200)
-        try await channel.writeFrame(body)
-        #expect(try await firstFrame == body)
-        await channel.close()
         await session.stop()
         #expect(radio.advertisements.withLock { $0.isEmpty })
         #expect(radio.servers.withLock { $0.isEmpty })
