@@ -1,7 +1,10 @@
 # Sourced by scripts/test-bluez-vm.sh (on the host and in the guest): tests k and l, a BlueZ-backed `nearby send`
 # (--hci bluez: BlueZGAP discovery through Adapter1/Device1, a kernel L2CAP client) in the guest to our user-space
 # host's `nearby advertise --hci tcp:...` on the host.
-#   (k) bytes + a file over L2CAP only (--no-upgrade); the guest checks both were sent, the host that the file
+#   (k) bytes + a file over BLE only (--no-upgrade): the host's advertiser uses the fast form, which has no PSM, so
+#       the guest's BlueZ-backed sender opens a Weave GATT socket through BlueZ's GATT client (Device1,
+#       GattCharacteristic1), as it would to a phone; the host checks that it was a Weave socket and no L2CAP
+#       channel; the guest checks both were sent, the host that the file
 #       arrived with the same SHA-256. 1 MiB by default (about 65 s at ~16 KiB/s through the TCG guest);
 #       NEARBY_BLUEZ_VM_K_BYTES sets another size;
 #   (l) the same with the bandwidth upgrade: the host's advertiser offers its Wi-Fi LAN listener (the test
@@ -65,7 +68,7 @@ bluez_send_guest_tests() {
     started="$(now)"
     bluez_send_guest_run k --no-upgrade
     rate="$(awk -v s="$send_seconds" -v b="$(stat -c %s /tmp/k.bin)" 'BEGIN { printf "%.0f", b / 1024 / s }')"
-    report "k: BlueZ-backed nearby send delivers bytes + a $(stat -c %s /tmp/k.bin)-byte file over L2CAP to our user-space host (--no-upgrade)" \
+    report "k: BlueZ-backed nearby send delivers bytes + a $(stat -c %s /tmp/k.bin)-byte file over a Weave GATT socket (BlueZ GATT client) to our user-space host (--no-upgrade)" \
         "$send_ok" "$started" "[attempt $send_attempt: send ran ${send_seconds} s incl. discovery, >= ${rate} KiB/s; k-sha256=$k_sha256]"
     ((send_ok)) || cat /tmp/k-send.out /tmp/k-send.log >&2
 
@@ -109,6 +112,16 @@ check_bluez_send_on_host() {
         echo "ok   k (host side): our user-space host received the guest's file $received time(s), sha256 ${sha:0:12}..." >&2
     else
         echo "FAIL k (host side): no payload_received with sha256 ${sha:-?} [$(grep -c '"payload_received"' "$work/k-advertise.out") payloads]" >&2
+        ((rc != 0)) || rc=1
+    fi
+    # The data path: every connection of the guest's sender came through the host's Weave GATT service.
+    local weave l2cap
+    weave="$(grep -c 'Weave socket open' "$work/k-advertise.log" || true)"
+    l2cap="$(grep -c 'incoming L2CAP channel' "$work/k-advertise.log" || true)"
+    if ((weave >= 1 && l2cap == 0)); then
+        echo "ok   k (host side): the guest's connections came over the Weave GATT socket ($weave socket(s), no L2CAP channel)" >&2
+    else
+        echo "FAIL k (host side): expected Weave GATT sockets only, saw $weave Weave socket(s) and $l2cap L2CAP channel(s)" >&2
         ((rc != 0)) || rc=1
     fi
     if grep -q '^ok   l: .*Wi-Fi LAN' "$1"; then

@@ -21,9 +21,10 @@
 #       from our user-space host on the host (nearby-l2cap-probe send tcp:...) and large SDUs echo both ways;
 #   (j) `nearby advertise --medium ble --hci bluez` in the guest (BlueZGAP: LEAdvertisingManager1 + kernel L2CAP
 #       server) is found by our user-space host's `nearby send --medium ble --hci tcp:...` on the host, which sends
-#       bytes and a 100 kB file over L2CAP (--no-upgrade); the guest checks both payloads arrived;
+#       bytes and a 100 kB file (--no-upgrade; BlueZ serves no Weave GATT socket, so over L2CAP on PSM 0x80, the
+#       fallback of docs/BLE-ANDROID.md); the guest checks both payloads arrived;
 #   (k, l) `nearby send --hci bluez` in the guest to our user-space host's `nearby advertise` on the host: bytes + a
-#       file (1 MiB; NEARBY_BLUEZ_VM_K_BYTES) over L2CAP (--no-upgrade), then (l; NEARBY_BLUEZ_VM_UPGRADE=0 skips it) with the bandwidth upgrade
+#       file (1 MiB; NEARBY_BLUEZ_VM_K_BYTES) over a Weave GATT socket through BlueZ's GATT client (--no-upgrade), then (l; NEARBY_BLUEZ_VM_UPGRADE=0 skips it) with the bandwidth upgrade
 #       to Wi-Fi LAN (scripts/test-bluez-vm-send.sh);
 #   (m) `nearby beacons --hci bluez` sees an Eddystone-UID and an iBeacon from Bumble advertisers; (n) rfkill block
 #       and unblock under a BlueZ-backed advertiser (scripts/test-bluez-vm-radio.sh);

@@ -45,4 +45,12 @@ package struct GATTRemoteCharacteristic: Sendable, Hashable {
     package var valueHandle: UInt16
     /// Its Client Characteristic Configuration descriptor's handle, when it has one.
     package var cccdHandle: UInt16?
+
+    /// Creates a characteristic found on a peer (a radio without handles, such as BlueZ, numbers them itself).
+    package init(uuid: BLEUUID, properties: GATTCharacteristicDefinition.Properties, valueHandle: UInt16, cccdHandle: UInt16?) {
+        self.uuid = uuid
+        self.properties = properties
+        self.valueHandle = valueHandle
+        self.cccdHandle = cccdHandle
+    }
 }

@@ -23,11 +23,19 @@ package protocol BlueZGAPProvider: Sendable {
     func adapterAddress(adapter: String) async throws -> BLEAddress?
     /// Releases the D-Bus connection (stops advertising and scanning); a later call opens it again.
     func shutdown() async
+    /// Connects to `address` as a GATT client through `bluetoothd` (`Device1`, `GattCharacteristic1`).
+    /// - Throws: `.mediumUnavailable` when this provider has no GATT client (the default).
+    func connectGATT(to address: BLEAddress, adapter: String) async throws -> any BLEGATTClientConnection
 }
 
 extension BlueZGAPProvider {
     /// Nothing to release.
     package func shutdown() async {}
+
+    /// No GATT client: `.mediumUnavailable`.
+    package func connectGATT(to address: BLEAddress, adapter: String) async throws -> any BLEGATTClientConnection {
+        throw NearbyError(.mediumUnavailable, "this BlueZ provider has no GATT client")
+    }
 
     /// No address known: sockets bind to any adapter.
     package func adapterAddress(adapter: String) async throws -> BLEAddress? { nil }
@@ -103,6 +111,14 @@ package final class BlueZRadio: BLERadio {
         guard options.localAddress == nil, let gap else { return options }
         options.localAddress = try await gap.adapterAddress(adapter: adapter)
         return options
+    }
+
+    /// A GATT client connection through `bluetoothd`. BlueZ serves no GATT of ours yet, so ``publishGATT(_:)``
+    /// keeps the protocol's default (`.mediumUnavailable`).
+    /// - Throws: `.mediumUnavailable` without a D-Bus provider or with one that has no GATT client, or BlueZ's error.
+    package func connectGATT(to address: BLEAddress) async throws -> any BLEGATTClientConnection {
+        guard let gap else { throw NearbyError(.mediumUnavailable, "\(self) has no D-Bus layer for GATT") }
+        return try await gap.connectGATT(to: address, adapter: adapter)
     }
 
     package func listen(

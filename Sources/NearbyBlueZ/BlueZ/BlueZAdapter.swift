@@ -17,6 +17,10 @@ package enum BlueZ {
     package static let propertiesInterface = "org.freedesktop.DBus.Properties"
     /// `org.freedesktop.DBus.ObjectManager`.
     package static let objectManagerInterface = "org.freedesktop.DBus.ObjectManager"
+    /// `org.bluez.GattService1` (a peer's service, as a GATT client sees it).
+    package static let gattServiceInterface = "org.bluez.GattService1"
+    /// `org.bluez.GattCharacteristic1`.
+    package static let gattCharacteristicInterface = "org.bluez.GattCharacteristic1"
 
     /// The 128-bit UUID string BlueZ uses for a 16-bit UUID (`0xFEF3` → `0000fef3-0000-1000-8000-00805f9b34fb`).
     package static func uuid(_ short: UInt16) -> String {

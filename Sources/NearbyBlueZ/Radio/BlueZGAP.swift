@@ -217,6 +217,15 @@ package actor BlueZGAP: BlueZGAPProvider {
         return stream
     }
 
+    /// Connects to `address` as a GATT client through `bluetoothd` (``BlueZGATTClient``).
+    /// - Throws: `bluetoothUnavailable` when BlueZ or the adapter is missing, `.mediumUnavailable` when BlueZ does
+    ///   not know the device, `.timeout`, or BlueZ's error.
+    package func connectGATT(to address: BLEAddress, adapter name: String) async throws -> any BLEGATTClientConnection {
+        try await open(adapter: name)
+        let adapter = try await followed(name)
+        return try await BlueZGATTClient.connect(adapter: adapter, address: address, logger: logger)
+    }
+
     package func shutdown() async {
         await dropAll()
     }
