@@ -126,7 +126,12 @@ struct BLESocketPathsCommand: AsyncParsableCommand {
     private static func measureFrames(
         total: Int, chunk: [UInt8], from client: BLESocketChannel, to server: BLESocketChannel
     ) async throws -> Double {
-        try await measure(total: total) {
+        // The client reads as well, as an engine always does. The server acknowledges every data packet (on L2CAP),
+        // and acknowledgements that nobody reads use up the client's credits until the server can no longer send
+        // and stops reading: without this reader, a run of 300,000 bytes stalled for good.
+        // Owner: this function; `close()` below ends its read, and it is awaited.
+        let drain = Task { while (try? await client.readFrame()) != nil {} }
+        let seconds = try await measure(total: total) {
             var sent = 0
             while sent < total {
                 try await client.writeFrame(chunk)
@@ -136,6 +141,9 @@ struct BLESocketPathsCommand: AsyncParsableCommand {
             var received = 0
             while received < total, let frame = try await server.readFrame() { received += frame.count }
         }
+        await client.close()
+        await drain.value
+        return seconds
     }
 
     /// Seconds from the first send until the receiver has everything.
