@@ -288,8 +288,8 @@ package final class BLEMedium: MediumDriver {
     }
 
     /// Opens a BLE socket for `serviceID` to a discovered endpoint: an L2CAP channel to the PSM its advertisement
-    /// carries, with Android's framing, command handshake and the socket layer's introduction
-    /// (docs/BLE-ANDROID.md).
+    /// carries, with Android's framing, command handshake and the socket layer's introduction; without a PSM, a Weave
+    /// GATT socket, or L2CAP on the fast form's PSM when the peer or our radio has no Weave (docs/BLE-ANDROID.md).
     package func connect(to route: EndpointRoute, serviceID: String) async throws -> any EndpointChannel {
         guard case .ble(let addressText, let psm) = route, let address = BLEAddress(string: addressText) else {
             throw NearbyError(.invalidArgument, "the BLE medium cannot connect to \(route)")
@@ -307,9 +307,9 @@ package final class BLEMedium: MediumDriver {
             logger.debug("connected", metadata: ["peer": "\(address)", "path": "gatt"])
             return try await BLESocketChannel.connect(link: link, serviceID: serviceID)
         } catch let error as NearbyError where error.code == .mediumUnavailable && configuration.useL2CAP {
-            // Our radio cannot be a GATT client (BlueZ for now), or the peer serves no Weave socket (a BlueZ-backed
-            // swift-nearby advertiser): the same socket layer over L2CAP on the PSM a fast advertisement implies,
-            // where our advertisers always listen. Android never needs this: it serves Weave and connects over GATT.
+            // Our radio cannot be a GATT client, or the peer serves no Weave socket (a BlueZ-backed swift-nearby
+            // advertiser: BlueZ has no GATT server of ours yet): the same socket layer over L2CAP on the PSM a fast
+            // advertisement implies, where our advertisers always listen. Android never needs this: it serves Weave.
             let implied = configuration.fastAdvertisementPSM
             logger.debug(
                 "no Weave socket; trying L2CAP on the fast advertisement's PSM",
