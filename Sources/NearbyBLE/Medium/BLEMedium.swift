@@ -296,9 +296,7 @@ package final class BLEMedium: MediumDriver {
         }
         watchRadio()
         if let psm, configuration.useL2CAP {
-            let channel = try await radio.connect(to: address, psm: psm)
-            logger.debug("connected", metadata: ["peer": "\(address)", "psm": "\(psm)", "path": "l2cap"])
-            return try await BLESocketChannel.connect(link: L2CAPMessageLink(channel: channel), serviceID: serviceID)
+            return try await connectL2CAP(to: address, psm: psm, serviceID: serviceID)
         }
         // No PSM advertised (the fast form never has one): a Weave GATT socket, as Android's BleConnectImpl does.
         do {
@@ -314,9 +312,14 @@ package final class BLEMedium: MediumDriver {
             logger.debug(
                 "no Weave socket; trying L2CAP on the fast advertisement's PSM",
                 metadata: ["peer": "\(address)", "psm": "\(implied)", "error": "\(error)"])
-            let channel = try await radio.connect(to: address, psm: implied)
-            logger.debug("connected", metadata: ["peer": "\(address)", "psm": "\(implied)", "path": "l2cap"])
-            return try await BLESocketChannel.connect(link: L2CAPMessageLink(channel: channel), serviceID: serviceID)
+            return try await connectL2CAP(to: address, psm: implied, serviceID: serviceID)
         }
+    }
+
+    /// An L2CAP channel to `psm` with Android's framing, command handshake and the socket layer's introduction.
+    private func connectL2CAP(to address: BLEAddress, psm: UInt16, serviceID: String) async throws -> any EndpointChannel {
+        let channel = try await radio.connect(to: address, psm: psm)
+        logger.debug("connected", metadata: ["peer": "\(address)", "psm": "\(psm)", "path": "l2cap"])
+        return try await BLESocketChannel.connect(link: L2CAPMessageLink(channel: channel), serviceID: serviceID)
     }
 }

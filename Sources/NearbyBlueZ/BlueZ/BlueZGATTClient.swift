@@ -57,8 +57,8 @@ package actor BlueZGATTClient: BLEGATTClientConnection {
     }
 
     private func connectDevice(timeout: Duration) async throws {
-        let changes = try await adapter.client.signals(matching: DBusMatch(
-            sender: BlueZ.service, interface: BlueZ.propertiesInterface, member: "PropertiesChanged", path: devicePath))
+        let changes = try await adapter.client.signals(matching: .propertiesChanged(
+            sender: BlueZ.service, pathNamespace: devicePath, interface: BlueZ.deviceInterface))
         do {
             _ = try await adapter.callBlueZ(
                 path: devicePath, interface: BlueZ.deviceInterface, member: "Connect", timeout: timeout)
@@ -136,9 +136,9 @@ package actor BlueZGATTClient: BLEGATTClientConnection {
                 let uuid = properties["UUID"]?.string.flatMap(BLEUUID.init(string:))
             else { continue }
             let flags = Set(properties["Flags"]?.strings ?? [])
+            // No CCCD handle: BlueZ writes the descriptor itself on StartNotify.
             found.append(GATTRemoteCharacteristic(
-                uuid: uuid, properties: Self.properties(flags), valueHandle: handle(for: path),
-                cccdHandle: flags.contains("indicate") || flags.contains("notify") ? handle(for: path + "#cccd") : nil))
+                uuid: uuid, properties: Self.properties(flags), valueHandle: handle(for: path), cccdHandle: nil))
         }
         return found
     }
@@ -192,9 +192,8 @@ package actor BlueZGATTClient: BLEGATTClientConnection {
     package func subscribeToIndications(_ characteristic: GATTRemoteCharacteristic) async throws -> AsyncStream<[UInt8]> {
         let path = try path(of: characteristic)
         let device = devicePath
-        let changes = try await adapter.client.signals(matching: DBusMatch(
-            sender: BlueZ.service, interface: BlueZ.propertiesInterface, member: "PropertiesChanged",
-            pathNamespace: device))
+        let changes = try await adapter.client.signals(matching: .propertiesChanged(
+            sender: BlueZ.service, pathNamespace: device, interface: nil))
         _ = try await adapter.callBlueZ(path: path, interface: BlueZ.gattCharacteristicInterface, member: "StartNotify")
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .unbounded)
         // Owner: this client, which cancels it in `disconnect()`, and the returned stream, whose `onTermination`
